@@ -1,0 +1,118 @@
+"""Lossless acceptance of a verified draft tree, greedy and sampled.
+
+Greedy: follow the child whose token is the target's argmax at its parent, as far as it
+goes; the target's argmax after the last accepted node comes for free.
+
+Sampled: the tree is drafted deterministically (top-k), so each tried child x is a
+one-hot proposal. At the accepted node with target distribution p, try its children in
+order of draft score: accept x with probability p(x); on rejection set p(x) = 0 and
+renormalise. If every child is rejected, draw from the residual p. The emitted token is
+distributed exactly as p, whatever the draft proposed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+import torch
+
+from eagle3.tree import DraftTree
+
+
+class TokenState(str, Enum):
+    ACCEPTED = "accepted"  # drafted by the head, accepted by the target
+    REJECTED = "rejected"  # drafted by the head, refused by the target (not in the output)
+    RESAMPLED = "resampled"  # drawn by the target after its drafts were rejected
+    BONUS = "bonus"  # drawn by the target with no draft to check: after a fully accepted
+    # path, at prefill, and for every token of plain decoding
+
+
+@dataclass
+class SamplingConfig:
+    temperature: float = 0.0  # 0 is greedy
+    top_p: float = 1.0
+    top_k: int = 0  # 0 keeps the whole vocabulary
+
+    @property
+    def greedy(self) -> bool:
+        return self.temperature == 0
+
+    def validate(self) -> None:
+        if not 0 <= self.temperature <= 100:
+            raise ValueError(f"temperature: {self.temperature} is outside [0, 100] (0 is greedy)")
+        if not 0 < self.top_p <= 1:
+            raise ValueError(f"top_p: {self.top_p} is outside (0, 1]")
+        if self.top_k < 0:
+            raise ValueError(f"sampling top_k: {self.top_k} is negative (0 keeps the whole vocabulary)")
+
+
+def target_probs(logits: torch.Tensor, sampling: SamplingConfig) -> torch.Tensor:
+    """[n, V] logits -> [n, V] float32 probabilities after temperature, top-k and top-p."""
+    logits = logits.float() / sampling.temperature
+    if 0 < sampling.top_k < logits.shape[-1]:
+        kth = logits.topk(sampling.top_k, dim=-1).values[..., -1:]
+        logits = logits.masked_fill(logits < kth, float("-inf"))
+    probs = torch.softmax(logits, dim=-1)
+    if sampling.top_p < 1:
+        sorted_probs, order = probs.sort(dim=-1, descending=True)
+        # Drop a token when the tokens strictly more likely already cover top_p.
+        drop = sorted_probs.cumsum(dim=-1) - sorted_probs >= sampling.top_p
+        probs = probs.scatter(-1, order, sorted_probs.masked_fill(drop, 0.0))
+        probs = probs / probs.sum(dim=-1, keepdim=True)
+    return probs
+
+
+def sample(probs: torch.Tensor, generator: torch.Generator | None) -> int:
+    return int(torch.multinomial(probs, 1, generator=generator))
+
+
+def choose_among(probs: torch.Tensor, candidates: list[int], generator: torch.Generator | None) -> tuple[int | None, int]:
+    """One node's acceptance step. probs [V]: the target distribution; candidates: distinct
+    drafted tokens in the order to try. Returns (index of the accepted candidate or None,
+    emitted token); the token is distributed exactly as probs."""
+    probs = probs.clone()
+    for index, token in enumerate(candidates):
+        u = torch.rand((), generator=generator, device=probs.device)
+        if u < probs[token]:
+            return index, token
+        probs[token] = 0.0
+        probs /= probs.sum()
+    return None, sample(probs, generator)
+
+
+@dataclass
+class Acceptance:
+    path: list[int]  # accepted node indices, root excluded, in root-to-leaf order
+    next_token: int  # the target's token after the path
+    next_state: TokenState  # RESAMPLED after a rejection, BONUS at a leaf
+    rejected: list[int]  # nodes tried and refused where the walk stopped, in try order
+
+
+def accept_greedy(tree: DraftTree, logits: torch.Tensor) -> Acceptance:
+    """logits [n, V]: the target's logits at each tree node."""
+    predicted = logits.argmax(dim=-1).tolist()
+    tokens = tree.tokens.tolist()
+    node, path = 0, []
+    while True:
+        children = tree.children[node]
+        match = next((c for c in children if tokens[c] == predicted[node]), None)
+        if match is None:
+            state = TokenState.RESAMPLED if children else TokenState.BONUS
+            return Acceptance(path, predicted[node], state, children)
+        path.append(match)
+        node = match
+
+
+def accept_sampled(tree: DraftTree, probs: torch.Tensor, generator: torch.Generator | None) -> Acceptance:
+    """probs [n, V]: the target's processed distribution at each tree node."""
+    tokens = tree.tokens.tolist()
+    node, path = 0, []
+    while True:
+        children = tree.children[node]
+        index, token = choose_among(probs[node], [tokens[c] for c in children], generator)
+        if index is None:
+            state = TokenState.RESAMPLED if children else TokenState.BONUS
+            return Acceptance(path, token, state, children)
+        path.append(children[index])
+        node = children[index]

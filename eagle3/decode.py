@@ -1,0 +1,251 @@
+"""The decode loops: EAGLE-3 speculative decoding and the plain baseline.
+
+Both are generators of RoundEvent with the same stopping rules (EOS, max_new_tokens, the
+context limit), so whatever consumes one can consume the other.
+
+Speculative round, with the target cache holding every position before the root:
+    draft:   the head consumes the new (feature, next token) pairs and drafts a tree
+    verify:  one target forward over [root + tree] with the tree mask and tree positions
+    accept:  walk the tree (greedy or sampled), then keep only the accepted positions
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+
+import torch
+
+from eagle3.acceptance import SamplingConfig, TokenState, accept_greedy, accept_sampled, sample, target_probs
+from eagle3.events import RoundEvent, Token, TreeView
+from eagle3.head import Eagle3Head
+from eagle3.kv_cache import KVCache
+from eagle3.target import Target
+from eagle3.text import IncrementalDetokenizer
+from eagle3.tree import DraftTree, TreeConfig, draft_tree
+
+MAX_NEW_TOKENS_LIMIT = 1_000_000
+
+
+@dataclass
+class GenerationConfig:
+    max_new_tokens: int = 128
+    sampling: SamplingConfig = field(default_factory=SamplingConfig)
+    seed: int | None = None  # None draws from torch's global generator
+    max_context: int | None = None  # prompt + output tokens; None: the target's limit
+
+    def validate(self) -> None:
+        if not 1 <= self.max_new_tokens <= MAX_NEW_TOKENS_LIMIT:
+            raise ValueError(f"max_new_tokens: {self.max_new_tokens} is outside [1, {MAX_NEW_TOKENS_LIMIT}]")
+        if self.max_context is not None and self.max_context < 2:
+            raise ValueError(f"max_context: {self.max_context} is below 2")
+        self.sampling.validate()
+
+
+def clock(device: torch.device) -> float:
+    """Wall time after the device's queued work is done."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    return time.perf_counter()
+
+
+def encode_prompt(target: Target, prompt: str | Sequence[int]) -> list[int]:
+    if isinstance(prompt, str):
+        if target.tokenizer is None:
+            raise ValueError("prompt: text was given but the target has no tokenizer; pass token ids")
+        ids = target.tokenizer(prompt).input_ids
+    else:
+        ids = [int(i) for i in prompt]
+    if not ids:
+        raise ValueError("prompt: empty; it must have at least one token")
+    bad = [i for i in ids if not 0 <= i < target.vocab_size]
+    if bad:
+        raise ValueError(f"prompt: token id {bad[0]} is outside the vocabulary [0, {target.vocab_size})")
+    return ids
+
+
+class _Run:
+    """What plain and speculative decoding share: budget, stopping, text, statistics."""
+
+    def __init__(self, target: Target, prompt: str | Sequence[int], config: GenerationConfig):
+        config.validate()
+        self.prompt_ids = encode_prompt(target, prompt)
+        self.device = target.device
+        self.sampling = config.sampling
+        max_context = config.max_context or target.max_context
+        room = max_context - len(self.prompt_ids)
+        if room < 1:
+            raise ValueError(
+                f"prompt: {len(self.prompt_ids)} tokens leave no room in the {max_context}-token context"
+            )
+        self.budget = min(config.max_new_tokens, room)
+        self.budget_reason = "max_new_tokens" if config.max_new_tokens <= room else "context"
+        self.eos = target.eos_token_ids
+        self.detokenizer = IncrementalDetokenizer(target.tokenizer, self.prompt_ids)
+        self.generator = None
+        if config.seed is not None:
+            self.generator = torch.Generator(self.device).manual_seed(config.seed)
+        self.output: list[int] = []
+        self.index = self.rounds = self.accepted = 0
+        self.elapsed = 0.0
+
+    @property
+    def remaining(self) -> int:
+        return self.budget - len(self.output)
+
+    def pick(self, logits: torch.Tensor) -> int:
+        """The target's next token from its logits [V]."""
+        if self.sampling.greedy:
+            return int(logits.argmax())
+        return sample(target_probs(logits[None], self.sampling)[0], self.generator)
+
+    def emit(self, candidates, tree: DraftTree | None, path: list[int], draft_s: float, verify_s: float,
+             verify_end: float) -> RoundEvent:
+        """Turn a round's (token id, state) list into an event, applying the stopping rules."""
+        tokens, stop = [], None
+        for token_id, state in candidates:
+            if state is TokenState.REJECTED:
+                tokens.append(Token(token_id, self.detokenizer.token_text(token_id), state))
+                continue
+            self.output.append(token_id)
+            tokens.append(Token(token_id, self.detokenizer.push(token_id), state))
+            if token_id in self.eos:
+                stop = "eos"
+            elif self.remaining == 0:
+                stop = self.budget_reason
+            if stop:
+                break
+        if self.index > 0:
+            self.rounds += 1
+            self.accepted += len(path)
+        view = None
+        if tree is not None:
+            view = TreeView(tree.tokens.tolist(), tree.parents, tree.depths.tolist(), tree.scores)
+        bookkeeping_s = clock(self.device) - verify_end
+        self.elapsed += draft_s + verify_s + bookkeeping_s
+        event = RoundEvent(
+            index=self.index, tokens=tokens, tree=view, accepted_path=path, draft_s=draft_s, verify_s=verify_s,
+            bookkeeping_s=bookkeeping_s, new_tokens=len(self.output), rounds=self.rounds,
+            tau=(self.accepted + self.rounds) / self.rounds if self.rounds else 0.0, elapsed_s=self.elapsed,
+            finished=stop is not None, stop_reason=stop, output_ids=self.output,
+        )
+        self.index += 1
+        return event
+
+
+@torch.inference_mode()
+def speculative_decode(
+    target: Target,
+    head: Eagle3Head,
+    prompt: str | Sequence[int],
+    tree: TreeConfig | None = None,
+    config: GenerationConfig | None = None,
+) -> Iterator[RoundEvent]:
+    """EAGLE-3 decoding, one event per round. Lossless: greedy output equals plain greedy
+    decoding, sampled output follows the target's (processed) distribution."""
+    tree, config = tree or TreeConfig(), config or GenerationConfig()
+    tree.validate(head.config.draft_vocab_size)
+    run = _Run(target, prompt, config)
+    device, n = target.device, len(run.prompt_ids)
+    capacity = n + run.budget + tree.total_tokens
+    cache, draft_cache = target.new_cache(capacity), KVCache(1, capacity)
+
+    start = clock(device)
+    prompt_ids = torch.tensor(run.prompt_ids, device=device)
+    out = target.forward(prompt_ids[None], torch.arange(n, device=device)[None], cache, logits_to_keep=1, capture=True)
+    root = run.pick(out.logits[-1])
+    verify_end = clock(device)
+    event = run.emit([(root, TokenState.BONUS)], None, [], 0.0, verify_end - start, verify_end)
+    yield event
+    # Draft pairs not yet consumed: the target feature at each position and the token after it.
+    features, next_tokens = out.features, torch.cat([prompt_ids[1:], prompt_ids.new_tensor([root])])
+
+    while not event.finished:
+        start = clock(device)
+        root_t = next_tokens[-1:]
+        depth = min(tree.depth, run.remaining - 1)
+        if depth > 0:
+            draft = draft_tree(head, draft_cache, features, next_tokens, root_t, tree, depth)
+        else:  # one token left: a plain step, and the run ends with it
+            draft = DraftTree.root_only(root_t)
+        draft_end = clock(device)
+
+        prefix = cache.length
+        positions = prefix + draft.depths
+        mask = target.tree_mask(prefix, positions, draft.ancestors)
+        out = target.forward(draft.tokens[None], positions[None], cache, mask, capture=True)
+        verify_end = clock(device)
+
+        if run.sampling.greedy:
+            result = accept_greedy(draft, out.logits)
+        else:
+            result = accept_sampled(draft, target_probs(out.logits, run.sampling), run.generator)
+        kept = torch.tensor([0] + result.path, device=device)
+        cache.keep(prefix, kept)
+        features = out.features[kept]
+        next_tokens = torch.cat([draft.tokens[kept[1:]], kept.new_tensor([result.next_token])])
+
+        tokens = draft.tokens.tolist()
+        candidates = [(tokens[node], TokenState.ACCEPTED) for node in result.path]
+        if result.rejected:  # the draft's best guess where the walk stopped
+            candidates.append((tokens[result.rejected[0]], TokenState.REJECTED))
+        candidates.append((result.next_token, result.next_state))
+        event = run.emit(candidates, draft, result.path, draft_end - start, verify_end - draft_end, verify_end)
+        yield event
+
+
+@torch.inference_mode()
+def plain_decode(
+    target: Target,
+    prompt: str | Sequence[int],
+    config: GenerationConfig | None = None,
+) -> Iterator[RoundEvent]:
+    """The baseline: one target forward per token, same stopping rules and events."""
+    config = config or GenerationConfig()
+    run = _Run(target, prompt, config)
+    device, n = target.device, len(run.prompt_ids)
+    cache = target.new_cache(n + run.budget)
+    input_ids = torch.tensor(run.prompt_ids, device=device)[None]
+    positions = torch.arange(n, device=device)[None]
+    while True:
+        start = clock(device)
+        out = target.forward(input_ids, positions, cache, logits_to_keep=1)
+        token = run.pick(out.logits[-1])
+        verify_end = clock(device)
+        event = run.emit([(token, TokenState.BONUS)], None, [], 0.0, verify_end - start, verify_end)
+        yield event
+        if event.finished:
+            return
+        input_ids = input_ids.new_tensor([[token]])
+        positions = positions.new_tensor([[cache.length]])
+
+
+@dataclass
+class GenerationResult:
+    output_ids: list[int]
+    text: str
+    rounds: int
+    tau: float
+    elapsed_s: float
+    stop_reason: str | None
+    draft_s: float
+    verify_s: float
+    bookkeeping_s: float
+
+    @property
+    def tokens_per_s(self) -> float:
+        return len(self.output_ids) / self.elapsed_s if self.elapsed_s > 0 else 0.0
+
+
+def collect(events: Iterator[RoundEvent]) -> GenerationResult:
+    """Run an event stream to its end and summarise it."""
+    text, draft_s, verify_s, bookkeeping_s, last = [], 0.0, 0.0, 0.0, None
+    for last in events:
+        text.append(last.text)
+        draft_s, verify_s, bookkeeping_s = draft_s + last.draft_s, verify_s + last.verify_s, bookkeeping_s + last.bookkeeping_s
+    return GenerationResult(
+        output_ids=list(last.output_ids), text="".join(text), rounds=last.rounds,
+        tau=last.tau, elapsed_s=last.elapsed_s, stop_reason=last.stop_reason,
+        draft_s=draft_s, verify_s=verify_s, bookkeeping_s=bookkeeping_s,
+    )

@@ -1,0 +1,113 @@
+"""Generate from the command line, with every token coloured by its fate.
+
+    python -m eagle3.generate --prompt "def fibonacci(n):"
+    python -m eagle3.generate --target DIR --draft DIR --prompt TEXT --temperature 0.7 --seed 1
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from eagle3.acceptance import SamplingConfig, TokenState
+from eagle3.checkpoint import EMBEDDED_HEAD, EMBEDDED_TARGET, load_head
+from eagle3.decode import GenerationConfig, plain_decode, speculative_decode
+from eagle3.target import load_target
+from eagle3.tree import TreeConfig
+
+ANSI = {
+    TokenState.ACCEPTED: "\033[32m",  # green
+    TokenState.REJECTED: "\033[9;31m",  # struck through, red
+    TokenState.RESAMPLED: "\033[33m",  # yellow
+    TokenState.BONUS: "\033[36m",  # cyan
+}
+RESET = "\033[0m"
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m eagle3.generate", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--target", default=EMBEDDED_TARGET, help="target model directory or hub id (default: the embedded target)")
+    parser.add_argument("--draft", default=EMBEDDED_HEAD, help="EAGLE-3 head directory (default: the embedded head)")
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--prompt", help="prompt text")
+    source.add_argument("--prompt-file", help="read the prompt from a UTF-8 text file")
+    parser.add_argument("--chat", action="store_true", help="wrap the prompt in the tokenizer's chat template")
+    parser.add_argument("--max-new-tokens", type=int, default=128)
+    parser.add_argument("--temperature", type=float, default=0.0, help="0 is greedy (default)")
+    parser.add_argument("--top-p", type=float, default=1.0, help="nucleus sampling threshold in (0, 1]")
+    parser.add_argument("--sample-top-k", type=int, default=0, help="sample among the k most likely tokens (0: all)")
+    parser.add_argument("--depth", type=int, default=TreeConfig.depth, help="draft tree depth")
+    parser.add_argument("--top-k", type=int, default=TreeConfig.top_k, help="draft tree branching")
+    parser.add_argument("--total-tokens", type=int, default=TreeConfig.total_tokens, help="tree nodes verified per round, root included")
+    parser.add_argument("--device", default="auto", help="cpu, cuda, cuda:N or auto")
+    parser.add_argument("--dtype", default="auto", help="float32, bfloat16, float16 or auto")
+    parser.add_argument("--seed", type=int, default=None, help="seed for sampling")
+    parser.add_argument("--plain", action="store_true", help="plain decoding (the baseline), no draft head")
+    parser.add_argument("--hide-rejected", action="store_true", help="do not show rejected draft tokens")
+    parser.add_argument("--trust-remote-code", action="store_true", help="allow the target's own modelling code")
+    return parser.parse_args(argv)
+
+
+def read_prompt(args: argparse.Namespace, tokenizer) -> str:
+    if args.prompt_file is not None:
+        try:
+            with open(args.prompt_file, encoding="utf-8") as f:
+                prompt = f.read()
+        except UnicodeDecodeError as error:
+            raise ValueError(f"prompt file: '{args.prompt_file}' is not UTF-8 text ({error.reason} at byte {error.start})") from error
+        except OSError as error:
+            raise FileNotFoundError(f"prompt file: cannot read '{args.prompt_file}' ({error.strerror})") from error
+    else:
+        prompt = args.prompt
+    if args.chat:
+        if getattr(tokenizer, "chat_template", None) is None:
+            raise ValueError("chat: the target's tokenizer has no chat template")
+        prompt = tokenizer.apply_chat_template([{"role": "user", "content": prompt}], tokenize=False, add_generation_prompt=True)
+    return prompt
+
+
+def render(token, color: bool, show_rejected: bool) -> str:
+    if token.state is TokenState.REJECTED:
+        if not (color and show_rejected):
+            return ""
+        return f"{ANSI[token.state]}{token.text}{RESET}"
+    return f"{ANSI[token.state]}{token.text}{RESET}" if color else token.text
+
+
+def summary(event, plain: bool) -> str:
+    parts = [f"new tokens {event.new_tokens}"]
+    if not plain:
+        parts += [f"rounds {event.rounds}", f"tau {event.tau:.2f}"]
+    parts += [f"{event.tokens_per_s:.1f} tokens/s", f"stop {event.stop_reason}"]
+    return " | ".join(parts)
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    color = sys.stdout.isatty() and "NO_COLOR" not in os.environ
+    try:
+        target = load_target(args.target, args.device, args.dtype, args.trust_remote_code)
+        prompt = read_prompt(args, target.tokenizer)
+        config = GenerationConfig(args.max_new_tokens, SamplingConfig(args.temperature, args.top_p, args.sample_top_k), args.seed)
+        if args.plain:
+            events = plain_decode(target, prompt, config)
+        else:
+            head = load_head(args.draft, target)
+            events = speculative_decode(target, head, prompt, TreeConfig(args.depth, args.top_k, args.total_tokens), config)
+        sys.stdout.write(prompt)
+        event = None
+        for event in events:
+            sys.stdout.write("".join(render(t, color, not args.hide_rejected) for t in event.tokens))
+            sys.stdout.flush()
+    except (ValueError, FileNotFoundError) as error:
+        print(f"\nerror: {error}", file=sys.stderr)
+        return 2
+    print()
+    print(summary(event, args.plain))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

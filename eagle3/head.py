@@ -1,0 +1,204 @@
+"""The EAGLE-3 draft head: fused target features in, draft tokens out.
+
+    features [.., 3 * target_hidden] --fc--> h [.., H]
+    x = concat(input_layernorm(embed(token)), hidden_norm(h))   [.., 2H], embedding first
+    h = h + attention(x);  h = h + mlp(post_attention_layernorm(h))
+    logits = lm_head(norm(h))                                   [.., draft_vocab_size]
+
+The pre-norm output h is fed back as the next step's feature, so only target features go
+through `fc`. A draft token id d is target token d + d2t[d].
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from transformers import LlamaConfig
+from transformers.models.llama.modeling_llama import LlamaMLP, LlamaRMSNorm, LlamaRotaryEmbedding, apply_rotary_pos_emb
+
+from eagle3.kv_cache import PreallocatedLayer
+
+ARCHITECTURES = ("LlamaForCausalLMEagle3", "Eagle3LlamaForCausalLM", "LlamaForCausalLM")
+
+
+@dataclass
+class Eagle3Config:
+    """The fields of a published head's config.json that define the module."""
+
+    hidden_size: int
+    intermediate_size: int
+    num_attention_heads: int
+    num_key_value_heads: int
+    vocab_size: int  # the target's vocabulary
+    draft_vocab_size: int
+    target_hidden_size: int
+    head_dim: int | None = None
+    rms_norm_eps: float = 1e-6
+    rope_theta: float = 10000.0
+    rope_scaling: dict | None = None
+    max_position_embeddings: int = 4096
+    hidden_act: str = "silu"
+    # hidden_states indices (input of decoder layer i) of the low / mid / high features;
+    # None means the reference default (2, L // 2, L - 3) of the target.
+    aux_layer_ids: tuple[int, int, int] | None = None
+    architecture: str = "LlamaForCausalLMEagle3"
+    torch_dtype: str = "float32"
+    extra: dict = field(default_factory=dict)  # other config.json fields, written back as read
+
+    def __post_init__(self):
+        if self.head_dim is None:
+            self.head_dim = self.hidden_size // self.num_attention_heads
+
+    @classmethod
+    def from_dict(cls, raw: dict) -> "Eagle3Config":
+        """Parse a published config.json; a missing or unknown field is named in the error."""
+        architectures = raw.get("architectures") or ["LlamaForCausalLMEagle3"]
+        if architectures[0] not in ARCHITECTURES:
+            raise ValueError(
+                f"architectures: '{architectures[0]}' is not an EAGLE-3 head architecture "
+                f"(expected one of {', '.join(ARCHITECTURES)})"
+            )
+        layers = raw.get("num_hidden_layers", 1)
+        if layers != 1:
+            raise ValueError(f"num_hidden_layers: an EAGLE-3 head has 1 decoder layer, config.json says {layers}")
+        for name in ("hidden_size", "intermediate_size", "num_attention_heads", "vocab_size"):
+            if name not in raw:
+                raise ValueError(f"{name}: missing from the head's config.json")
+        eagle = raw.get("eagle_config") or {}
+        aux = eagle.get("eagle_aux_hidden_state_layer_ids")
+        known = set(cls.__dataclass_fields__) | {"architectures", "num_hidden_layers", "eagle_config", "model_type",
+                                                 "tie_word_embeddings", "dtype"}
+        return cls(
+            hidden_size=raw["hidden_size"],
+            intermediate_size=raw["intermediate_size"],
+            num_attention_heads=raw["num_attention_heads"],
+            num_key_value_heads=raw.get("num_key_value_heads") or raw["num_attention_heads"],
+            vocab_size=raw["vocab_size"],
+            draft_vocab_size=raw.get("draft_vocab_size") or raw["vocab_size"],
+            target_hidden_size=raw.get("target_hidden_size") or raw["hidden_size"],
+            head_dim=raw.get("head_dim"),
+            rms_norm_eps=raw.get("rms_norm_eps", 1e-6),
+            rope_theta=raw.get("rope_theta", 10000.0),
+            rope_scaling=raw.get("rope_scaling"),
+            max_position_embeddings=raw.get("max_position_embeddings", 4096),
+            hidden_act=raw.get("hidden_act", "silu"),
+            aux_layer_ids=tuple(aux) if aux else None,
+            architecture=architectures[0],
+            torch_dtype=str(raw.get("torch_dtype") or raw.get("dtype") or "float32"),
+            extra={k: v for k, v in raw.items() if k not in known},
+        )
+
+    def to_dict(self) -> dict:
+        """config.json in the published format (a one-layer Llama config plus EAGLE-3 fields)."""
+        fields = asdict(self)
+        raw = dict(fields.pop("extra"))
+        aux = fields.pop("aux_layer_ids")
+        raw.update(fields)
+        raw.update(architectures=[raw.pop("architecture")], model_type="llama", num_hidden_layers=1,
+                   tie_word_embeddings=False)
+        if aux is not None:
+            raw["eagle_config"] = {"eagle_aux_hidden_state_layer_ids": list(aux), "use_aux_hidden_state": True}
+        return raw
+
+    def llama_config(self) -> LlamaConfig:
+        """The equivalent LlamaConfig, for the rotary embedding and the MLP."""
+        return LlamaConfig(
+            hidden_size=self.hidden_size,
+            intermediate_size=self.intermediate_size,
+            num_attention_heads=self.num_attention_heads,
+            num_key_value_heads=self.num_key_value_heads,
+            head_dim=self.head_dim,
+            rms_norm_eps=self.rms_norm_eps,
+            rope_theta=self.rope_theta,
+            rope_scaling=self.rope_scaling,
+            max_position_embeddings=self.max_position_embeddings,
+            hidden_act=self.hidden_act,
+            vocab_size=self.vocab_size,
+            num_hidden_layers=1,
+        )
+
+
+class Eagle3Attention(nn.Module):
+    """Llama attention whose q/k/v read the 2H-wide [embedding; feature] input."""
+
+    def __init__(self, config: Eagle3Config):
+        super().__init__()
+        self.num_heads, self.head_dim = config.num_attention_heads, config.head_dim
+        kv_width = config.num_key_value_heads * config.head_dim
+        self.q_proj = nn.Linear(2 * config.hidden_size, config.num_attention_heads * config.head_dim, bias=False)
+        self.k_proj = nn.Linear(2 * config.hidden_size, kv_width, bias=False)
+        self.v_proj = nn.Linear(2 * config.hidden_size, kv_width, bias=False)
+        self.o_proj = nn.Linear(config.num_attention_heads * config.head_dim, config.hidden_size, bias=False)
+
+    def forward(self, x, cos, sin, mask, cache: PreallocatedLayer | None):
+        """x [B, n, 2H]; mask additive [B or 1, 1, n, kv] or None (causal, no cache)."""
+        batch, n, _ = x.shape
+        q = self.q_proj(x).view(batch, n, -1, self.head_dim).transpose(1, 2)
+        k = self.k_proj(x).view(batch, n, -1, self.head_dim).transpose(1, 2)
+        v = self.v_proj(x).view(batch, n, -1, self.head_dim).transpose(1, 2)
+        q, k = apply_rotary_pos_emb(q, k, cos, sin)
+        if cache is not None:
+            k, v = cache.update(k, v)
+        out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=mask is None, enable_gqa=True)
+        return self.o_proj(out.transpose(1, 2).reshape(batch, n, -1))
+
+
+class Eagle3DecoderLayer(nn.Module):
+    def __init__(self, config: Eagle3Config):
+        super().__init__()
+        self.hidden_norm = LlamaRMSNorm(config.hidden_size, eps=config.rms_norm_eps)
+        self.input_layernorm = LlamaRMSNorm(config.hidden_size, eps=config.rms_norm_eps)
+        self.post_attention_layernorm = LlamaRMSNorm(config.hidden_size, eps=config.rms_norm_eps)
+        self.self_attn = Eagle3Attention(config)
+        self.mlp = LlamaMLP(config.llama_config())
+
+    def forward(self, embeds, hidden, cos, sin, mask, cache):
+        x = torch.cat([self.input_layernorm(embeds), self.hidden_norm(hidden)], dim=-1)
+        hidden = hidden + self.self_attn(x, cos, sin, mask, cache)
+        return hidden + self.mlp(self.post_attention_layernorm(hidden))
+
+
+class Eagle3Head(nn.Module):
+    """The draft module. `shared_embedding` is the target's (frozen, not a submodule) unless
+    `own_embedding` is set, as for heads whose width differs from their target's."""
+
+    def __init__(self, config: Eagle3Config, shared_embedding: nn.Embedding | None = None, own_embedding: bool = False):
+        super().__init__()
+        self.config = config
+        self.fc = nn.Linear(3 * config.target_hidden_size, config.hidden_size, bias=False)
+        self.midlayer = Eagle3DecoderLayer(config)
+        self.norm = LlamaRMSNorm(config.hidden_size, eps=config.rms_norm_eps)
+        self.lm_head = nn.Linear(config.hidden_size, config.draft_vocab_size, bias=False)
+        self.register_buffer("d2t", torch.zeros(config.draft_vocab_size, dtype=torch.long))
+        self.register_buffer("t2d", torch.ones(config.vocab_size, dtype=torch.bool))
+        self.rotary = LlamaRotaryEmbedding(config.llama_config())
+        self.embed_tokens = nn.Embedding(config.vocab_size, config.hidden_size) if own_embedding else None
+        # A list keeps the target's embedding out of this module's parameters and state dict.
+        self._shared_embedding = [shared_embedding]
+
+    def embed(self, token_ids: torch.Tensor) -> torch.Tensor:
+        table = self.embed_tokens if self.embed_tokens is not None else self._shared_embedding[0]
+        if table is None:
+            raise ValueError("embed_tokens: this head has no embeddings of its own and no target was attached")
+        return table(token_ids)
+
+    def project(self, features: torch.Tensor) -> torch.Tensor:
+        """Fused target features [.., 3 * target_hidden] -> draft hidden [.., H]."""
+        return self.fc(features.to(self.fc.weight.dtype))
+
+    def forward(self, hidden, token_ids, position_ids, mask=None, cache: PreallocatedLayer | None = None):
+        """One draft step. hidden [B, n, H] pairs with token_ids [B, n] (the token after the
+        feature's position) at position_ids [B, n]; returns the new hidden [B, n, H]."""
+        embeds = self.embed(token_ids).to(hidden.dtype)
+        cos, sin = self.rotary(hidden, position_ids)
+        return self.midlayer(embeds, hidden, cos, sin, mask, cache)
+
+    def logits(self, hidden: torch.Tensor) -> torch.Tensor:
+        """[.., H] -> [.., draft_vocab_size] logits over the draft vocabulary."""
+        return self.lm_head(self.norm(hidden))
+
+    def to_target_ids(self, draft_ids: torch.Tensor) -> torch.Tensor:
+        return draft_ids + self.d2t[draft_ids]

@@ -1,0 +1,94 @@
+"""A preallocated key/value cache that speculative decoding can compact in place.
+
+Each layer owns one buffer of shape [batch, kv_heads, capacity, head_dim] for keys and one
+for values. Appending writes into the buffer (no torch.cat per step, unlike DynamicCache),
+and after tree verification `keep` gathers the accepted positions so that they sit right
+after the prefix. The class speaks the transformers `Cache` protocol, so a Hugging Face
+model fills it like any other cache; the draft head uses the same layers directly.
+"""
+
+from __future__ import annotations
+
+import torch
+from transformers.cache_utils import Cache, DynamicLayer
+
+
+class PreallocatedLayer(DynamicLayer):
+    """One layer's keys and values; `keys` / `values` are views of the filled part."""
+
+    def __init__(self, capacity: int):
+        super().__init__()
+        self.capacity = capacity
+        self.length = 0
+
+    def lazy_initialization(self, key_states: torch.Tensor, value_states: torch.Tensor) -> None:
+        self.dtype, self.device = key_states.dtype, key_states.device
+        batch, heads, _, head_dim = key_states.shape
+        self._keys = key_states.new_zeros(batch, heads, self.capacity, head_dim)
+        self._values = value_states.new_zeros(batch, heads, self.capacity, value_states.shape[-1])
+        self._set_length(0)
+        self.is_initialized = True
+
+    def _set_length(self, length: int) -> None:
+        self.length = length
+        self.keys = self._keys[:, :, :length]
+        self.values = self._values[:, :, :length]
+
+    def update(self, key_states: torch.Tensor, value_states: torch.Tensor, *args, **kwargs):
+        """Append [batch, kv_heads, n, head_dim] states; return all keys and values so far."""
+        if not self.is_initialized:
+            self.lazy_initialization(key_states, value_states)
+        start, end = self.length, self.length + key_states.shape[-2]
+        if end > self.capacity:
+            raise RuntimeError(f"KV cache overflow: {end} positions, capacity {self.capacity}")
+        self._keys[:, :, start:end] = key_states
+        self._values[:, :, start:end] = value_states
+        self._set_length(end)
+        return self.keys, self.values
+
+    def get_seq_length(self) -> int:
+        return self.length
+
+    def get_max_length(self) -> int:
+        return self.capacity
+
+    def crop(self, tokens_to_remove: int) -> None:
+        """transformers convention: a negative count removes that many trailing positions."""
+        self.truncate(self.length - abs(tokens_to_remove))
+
+    def truncate(self, length: int) -> None:
+        if self.is_initialized:
+            self._set_length(length)
+
+    @torch.inference_mode()  # the buffers are inference tensors when filled under inference mode
+    def keep(self, start: int, offsets: torch.Tensor) -> None:
+        """Keep positions start + offsets (ascending) packed right after `start`; drop the rest."""
+        if not self.is_initialized:
+            return
+        index = offsets + start
+        n = index.numel()
+        # index_select makes a copy first, so overlapping source and destination are safe.
+        self._keys[:, :, start : start + n] = self._keys.index_select(2, index)
+        self._values[:, :, start : start + n] = self._values.index_select(2, index)
+        self._set_length(start + n)
+
+
+class KVCache(Cache):
+    """A transformers Cache of `num_layers` preallocated layers holding up to `capacity` positions."""
+
+    def __init__(self, num_layers: int, capacity: int):
+        super().__init__(layers=[PreallocatedLayer(capacity) for _ in range(num_layers)])
+        self.capacity = capacity
+
+    @property
+    def length(self) -> int:
+        return self.layers[0].length
+
+    def truncate(self, length: int) -> None:
+        for layer in self.layers:
+            layer.truncate(length)
+
+    def keep(self, start: int, offsets: torch.Tensor) -> None:
+        """After a tree verification: keep the tree positions start + offsets, packed after start."""
+        for layer in self.layers:
+            layer.keep(start, offsets)

@@ -1,0 +1,195 @@
+"""The target model: a Hugging Face causal LM that verifies draft trees and exposes the
+three auxiliary hidden states an EAGLE-3 head fuses.
+
+`hidden_states[i]` below means the residual stream entering decoder layer i (index 0 is the
+token embedding), which is what `output_hidden_states` reports at index i. The default
+layers are (2, L // 2, L - 3), the EAGLE-3 reference choice.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import torch
+from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
+
+from eagle3.kv_cache import KVCache
+from eagle3.masks import additive_mask, in_window, tree_allowed
+
+SUPPORTED_FAMILIES = ("llama", "qwen2", "qwen3", "mistral")
+DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+
+
+def default_aux_layers(num_layers: int) -> tuple[int, int, int]:
+    """Low / mid / high feature layers of the EAGLE-3 reference for an L-layer target."""
+    return (2, num_layers // 2, num_layers - 3)
+
+
+def resolve_device(device: str | None) -> torch.device:
+    if device in (None, "auto"):
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    try:
+        resolved = torch.device(device)
+    except RuntimeError as error:
+        raise ValueError(f"device: '{device}' is not a torch device (use cpu, cuda, cuda:N or auto)") from error
+    if resolved.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"device: '{device}' was asked for, but CUDA is not available on this machine")
+    return resolved
+
+
+def resolve_dtype(dtype: str | torch.dtype | None, device: torch.device) -> torch.dtype:
+    if isinstance(dtype, torch.dtype):
+        return dtype
+    if dtype in (None, "auto"):
+        return torch.bfloat16 if device.type == "cuda" else torch.float32
+    if dtype not in DTYPES:
+        raise ValueError(f"dtype: '{dtype}' is not one of {', '.join(DTYPES)} or auto")
+    return DTYPES[dtype]
+
+
+@dataclass
+class TargetOutput:
+    """Result of one target forward over n new positions."""
+
+    logits: torch.Tensor  # [n_kept, vocab] float32, n_kept = n or the last logits_to_keep
+    features: torch.Tensor | None  # [n, 3 * hidden] fused low/mid/high states, when captured
+
+
+class Target:
+    """A Hugging Face causal LM plus what speculative decoding needs from it."""
+
+    def __init__(self, model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase | None = None):
+        config = model.config
+        if config.model_type not in SUPPORTED_FAMILIES:
+            raise ValueError(
+                f"target: model_type '{config.model_type}' is not supported "
+                f"(supported families: {', '.join(SUPPORTED_FAMILIES)})"
+            )
+        self.model = model.eval()
+        self.tokenizer = tokenizer
+        self.config = config
+        self.layers = model.model.layers
+        self.num_layers = config.num_hidden_layers
+        self.hidden_size = config.hidden_size
+        self.vocab_size = config.vocab_size
+        self.max_context = config.max_position_embeddings
+        self.eos_token_ids = _eos_token_ids(model, tokenizer)
+        self._captured: list[torch.Tensor] | None = None
+        self._hooks: list = []
+        self.set_aux_layers(default_aux_layers(self.num_layers))
+
+    @property
+    def device(self) -> torch.device:
+        return self.model.device
+
+    @property
+    def dtype(self) -> torch.dtype:
+        return self.model.dtype
+
+    @property
+    def input_embeddings(self) -> torch.nn.Embedding:
+        return self.model.get_input_embeddings()
+
+    def set_aux_layers(self, layer_ids) -> None:
+        """Capture hidden_states[i] for each i in layer_ids (the input of decoder layer i)."""
+        layer_ids = tuple(int(i) for i in layer_ids)
+        if len(layer_ids) != 3 or not all(0 <= i < self.num_layers for i in layer_ids):
+            raise ValueError(
+                f"aux layer ids: {list(layer_ids)} must be three layer indices in [0, {self.num_layers - 1}] "
+                f"for this {self.num_layers}-layer target"
+            )
+        for hook in self._hooks:
+            hook.remove()
+        self.aux_layer_ids = layer_ids
+        self._hooks = [self.layers[i].register_forward_pre_hook(self._capture) for i in layer_ids]
+
+    def _capture(self, module, args):
+        if self._captured is not None:
+            self._captured.append(args[0])
+
+    def new_cache(self, capacity: int) -> KVCache:
+        return KVCache(self.num_layers, capacity)
+
+    @torch.inference_mode()
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        position_ids: torch.Tensor,
+        cache: KVCache,
+        attention_mask=None,
+        logits_to_keep: int = 0,
+        capture: bool = False,
+    ) -> TargetOutput:
+        """Run input_ids [1, n] at position_ids [1, n] on top of the cache.
+
+        attention_mask: None for a causal step, else a 4D additive mask [1, 1, n, cache + n]
+        (or a dict of them by layer type) for tree verification. logits_to_keep: 0 keeps all.
+        """
+        self._captured = [] if capture else None
+        try:
+            out = self.model(
+                input_ids=input_ids,
+                position_ids=position_ids,
+                past_key_values=cache,
+                attention_mask=attention_mask,
+                use_cache=True,
+                logits_to_keep=logits_to_keep,
+            )
+            features = torch.cat(self._captured, dim=-1)[0] if capture else None
+        finally:
+            self._captured = None
+        return TargetOutput(logits=out.logits[0].float(), features=features)
+
+    def tree_mask(self, prefix_len: int, positions: torch.Tensor, ancestors: torch.Tensor):
+        """Additive attention mask for verifying a tree on top of a prefix_len-long cache.
+
+        positions: [n] position ids of the tree nodes; ancestors: [n, n] bool (see DraftTree).
+        Returns [1, 1, n, prefix_len + n] in the model dtype, or a dict by layer type for
+        targets that mix sliding-window and full layers.
+        """
+        allowed = tree_allowed(prefix_len, ancestors)
+        window = getattr(self.config, "sliding_window", None)
+        if window is None:
+            return additive_mask(allowed, self.dtype)
+        sliding = additive_mask(allowed & in_window(prefix_len, positions, window), self.dtype)
+        if self.config.model_type == "mistral":
+            return sliding
+        if "sliding_attention" in (getattr(self.config, "layer_types", None) or ()):
+            return {"full_attention": additive_mask(allowed, self.dtype), "sliding_attention": sliding}
+        return additive_mask(allowed, self.dtype)
+
+
+def _eos_token_ids(model: PreTrainedModel, tokenizer) -> frozenset[int]:
+    ids = getattr(model.generation_config, "eos_token_id", None)
+    if ids is None:
+        ids = model.config.eos_token_id
+    if ids is None and tokenizer is not None:
+        ids = tokenizer.eos_token_id
+    if ids is None:
+        return frozenset()
+    return frozenset([ids] if isinstance(ids, int) else ids)
+
+
+def load_target(
+    path: str,
+    device: str | None = "auto",
+    dtype: str | torch.dtype | None = "auto",
+    trust_remote_code: bool = False,
+) -> Target:
+    """Load a Llama / Qwen2 / Qwen3 / Mistral causal LM and its tokenizer.
+
+    `path` is a local directory, or a hub id where a network is available.
+    """
+    torch_device = resolve_device(device)
+    torch_dtype = resolve_dtype(dtype, torch_device)
+    if not os.path.isdir(path) and os.environ.get("HF_HUB_OFFLINE") == "1":
+        raise FileNotFoundError(
+            f"target: '{path}' is not a local directory and HF_HUB_OFFLINE=1 forbids downloading it"
+        )
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=trust_remote_code)
+        model = AutoModelForCausalLM.from_pretrained(path, dtype=torch_dtype, trust_remote_code=trust_remote_code)
+    except OSError as error:
+        raise FileNotFoundError(f"target: cannot load '{path}': {error}") from error
+    return Target(model.to(torch_device), tokenizer)

@@ -1,0 +1,30 @@
+"""Test fixtures. Everything runs offline, on the CPU, with models built here."""
+
+from __future__ import annotations
+
+import os
+
+os.environ["HF_HUB_OFFLINE"] = "1"
+os.environ["TRANSFORMERS_OFFLINE"] = "1"
+
+import pytest
+
+from tests.models import make_head, make_target, make_tokenizer
+
+
+@pytest.fixture(scope="session")
+def tokenizer():
+    return make_tokenizer()
+
+
+@pytest.fixture(scope="session")
+def model_dirs(tmp_path_factory, tokenizer):
+    """A target directory (model + tokenizer) and a head directory, as users have them."""
+    from eagle3.checkpoint import save_head
+
+    root = tmp_path_factory.mktemp("pair")
+    target = make_target("llama", vocab_size=len(tokenizer), eos=tokenizer.eos_token_id)
+    target.model.save_pretrained(root / "target")
+    tokenizer.save_pretrained(root / "target")
+    save_head(make_head(target, draft_vocab_size=200), str(root / "head"))
+    return str(root / "target"), str(root / "head")

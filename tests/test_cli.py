@@ -1,0 +1,61 @@
+"""python -m eagle3.generate on a tiny target directory with a real tokenizer."""
+
+import os
+import re
+import subprocess
+import sys
+
+from eagle3.acceptance import TokenState
+from eagle3.events import Token
+from eagle3.generate import render
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SUMMARY = re.compile(r"new tokens (\d+) \| rounds (\d+) \| tau ([\d.]+) \| ([\d.]+) tokens/s \| stop (\w+)")
+
+
+def cli(*args):
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": ROOT}
+    return subprocess.run([sys.executable, "-m", "eagle3.generate", *args], capture_output=True, text=True, env=env,
+                          cwd=ROOT, timeout=300)
+
+
+def test_cli_greedy_sampled_and_plain(model_dirs):
+    target, head = model_dirs
+    common = ["--target", target, "--draft", head, "--prompt", "def add(a, b):", "--max-new-tokens", "24", "--device", "cpu"]
+    spec = cli(*common, "--depth", "4", "--top-k", "4", "--total-tokens", "16")
+    assert spec.returncode == 0, spec.stderr
+    assert "\033[" not in spec.stdout  # no colour when not a terminal
+    lines = spec.stdout.rstrip("\n").split("\n")
+    match = SUMMARY.fullmatch(lines[-1])
+    assert match and int(match.group(1)) == 24 and match.group(5) == "max_new_tokens"
+    assert spec.stdout.startswith("def add(a, b):")
+
+    plain = cli(*common, "--plain")
+    assert plain.returncode == 0, plain.stderr
+    assert re.fullmatch(r"new tokens 24 \| [\d.]+ tokens/s \| stop max_new_tokens", plain.stdout.rstrip("\n").split("\n")[-1])
+    assert plain.stdout.rsplit("\n", 2)[0] == spec.stdout.rsplit("\n", 2)[0]  # same text, greedy
+
+    sampled = [cli(*common, "--temperature", "0.8", "--top-p", "0.9", "--seed", "3") for _ in range(2)]
+    assert sampled[0].returncode == 0, sampled[0].stderr
+    assert sampled[0].stdout.rsplit("\n", 2)[0] == sampled[1].stdout.rsplit("\n", 2)[0]
+
+
+def test_cli_reports_bad_input(model_dirs, tmp_path):
+    target, head = model_dirs
+    missing = cli("--target", str(tmp_path / "nope"), "--draft", head, "--prompt", "x")
+    assert missing.returncode == 2 and "error: target:" in missing.stderr and "Traceback" not in missing.stderr
+    bad_file = tmp_path / "prompt.txt"
+    bad_file.write_bytes(b"def f():\xff\xfe\n")
+    result = cli("--target", target, "--draft", head, "--prompt-file", str(bad_file))
+    assert result.returncode == 2 and "not UTF-8" in result.stderr
+    result = cli("--target", target, "--draft", head, "--prompt", "x", "--top-p", "1.5")
+    assert result.returncode == 2 and "top_p: 1.5 is outside (0, 1]" in result.stderr
+    assert "--total-tokens" in cli("--help").stdout
+
+
+def test_render_colours_each_state():
+    assert render(Token(1, "a", TokenState.ACCEPTED), True, True) == "\033[32ma\033[0m"
+    assert render(Token(1, "b", TokenState.REJECTED), True, True) == "\033[9;31mb\033[0m"
+    assert render(Token(1, "b", TokenState.REJECTED), True, False) == ""
+    assert render(Token(1, "b", TokenState.REJECTED), False, True) == ""
+    assert render(Token(1, "c", TokenState.BONUS), False, True) == "c"

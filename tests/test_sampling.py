@@ -1,0 +1,125 @@
+"""Sampled speculative decoding follows the target's distribution exactly."""
+
+import itertools
+
+import pytest
+import torch
+from scipy.stats import chisquare
+
+import eagle3.decode
+from eagle3 import GenerationConfig, SamplingConfig, TreeConfig, speculative_decode
+from eagle3.acceptance import Acceptance, TokenState, choose_among, target_probs
+from eagle3.kv_cache import KVCache
+from tests.models import make_head, make_target
+
+VOCAB = 8
+PROMPT = [3, 1, 4]
+
+
+def test_target_probs_processing():
+    logits = torch.tensor([[2.0, 1.0, 0.0, -1.0]])
+    p = target_probs(logits, SamplingConfig(temperature=1.0))
+    assert torch.allclose(p, torch.softmax(logits, -1))
+    p = target_probs(logits, SamplingConfig(temperature=0.5))
+    assert torch.allclose(p, torch.softmax(logits / 0.5, -1))
+    p = target_probs(logits, SamplingConfig(temperature=1.0, top_k=2))
+    assert torch.allclose(p, torch.tensor([[0.7311, 0.2689, 0.0, 0.0]]), atol=1e-4)
+    full = torch.softmax(logits, -1)[0]  # [0.644, 0.237, 0.087, 0.032]
+    p = target_probs(logits, SamplingConfig(temperature=1.0, top_p=0.85))  # 0.644 < 0.85 <= 0.881
+    assert torch.allclose(p[0], torch.cat([full[:2] / full[:2].sum(), torch.zeros(2)]), atol=1e-6)
+    p = target_probs(logits, SamplingConfig(temperature=1.0, top_p=0.5))  # the top token alone
+    assert torch.equal(p[0], torch.tensor([1.0, 0.0, 0.0, 0.0]))
+
+
+@pytest.mark.parametrize("probs,candidates", [
+    ([0.5, 0.2, 0.2, 0.1], [1, 0]),
+    ([0.05, 0.05, 0.6, 0.3], [0, 1, 3]),
+    ([0.25, 0.25, 0.25, 0.25], [2]),
+])
+def test_acceptance_step_matches_exact_formula(probs, candidates):
+    """Candidate i is accepted with probability p(x_i) and the emitted token is distributed as p."""
+    p = torch.tensor(probs)
+    generator = torch.Generator().manual_seed(0)
+    n = 40000
+    accepted = torch.zeros(len(candidates) + 1)
+    emitted = torch.zeros(len(probs))
+    for _ in range(n):
+        index, token = choose_among(p, candidates, generator)
+        accepted[len(candidates) if index is None else index] += 1
+        emitted[token] += 1
+    exact_accept = torch.tensor([probs[c] for c in candidates] + [1 - sum(probs[c] for c in candidates)])
+    for observed, exact in ((accepted / n, exact_accept), (emitted / n, p)):
+        sigma = (exact * (1 - exact) / n).sqrt()
+        assert ((observed - exact).abs() <= 4.5 * sigma + 1e-9).all(), (observed, exact)
+
+
+def exact_joint(target, sampling: SamplingConfig, length: int = 3) -> torch.Tensor:
+    """P(first `length` generated tokens) from the target, by enumeration: [VOCAB ** length]."""
+    joint = torch.ones(1)
+    for step in range(length):
+        prefixes = [list(s) for s in itertools.product(range(VOCAB), repeat=step)]
+        ids = torch.tensor([PROMPT + s for s in prefixes])
+        with torch.no_grad():
+            logits = target.model(ids).logits[:, -1]
+        p = target_probs(logits, sampling)  # [VOCAB ** step, VOCAB]
+        joint = (joint[:, None] * p).flatten()
+    return joint
+
+
+def sample_first_tokens(target, head, sampling, n, tree=TreeConfig(2, 3, 8), length=3):
+    counts = torch.zeros(VOCAB ** length)
+    for seed in range(n):
+        events = speculative_decode(target, head, PROMPT, tree, GenerationConfig(64, sampling, seed=seed))
+        for event in events:
+            if event.new_tokens >= length:
+                break
+        ids = event.output_ids[:length]
+        counts[sum(t * VOCAB ** (length - 1 - i) for i, t in enumerate(ids))] += 1
+        events.close()
+    return counts
+
+
+def chi_square_pvalue(counts: torch.Tensor, probs: torch.Tensor) -> float:
+    expected = probs * counts.sum()
+    big = expected >= 5  # lump the rare outcomes into one bin
+    observed = torch.cat([counts[big], counts[~big].sum(0, keepdim=True)])
+    expected = torch.cat([expected[big], expected[~big].sum(0, keepdim=True)])
+    return float(chisquare(observed.numpy(), expected.numpy() * observed.sum().item() / expected.sum().item()).pvalue)
+
+
+@pytest.fixture(scope="module")
+def pair():
+    target = make_target("llama", vocab_size=VOCAB, logit_scale=6.0, seed=5)
+    return target, make_head(target, draft_vocab_size=6, seed=6)
+
+
+@pytest.mark.parametrize("sampling", [SamplingConfig(temperature=1.0), SamplingConfig(temperature=0.7, top_p=0.9)])
+def test_sampled_output_follows_target_distribution(pair, sampling):
+    target, head = pair
+    counts = sample_first_tokens(target, head, sampling, n=2500)
+    assert chi_square_pvalue(counts, exact_joint(target, sampling)) > 1e-3
+
+
+def test_wrong_acceptance_rule_is_caught(pair, monkeypatch):
+    """The same statistic rejects a decoder that always accepts the draft's first child."""
+    target, head = pair
+
+    def always_accept(tree, probs, generator):
+        node, path = 0, []
+        while tree.children[node]:
+            node = tree.children[node][0]
+            path.append(node)
+        return Acceptance(path, int(torch.multinomial(probs[node], 1, generator=generator)), TokenState.BONUS, [])
+
+    monkeypatch.setattr(eagle3.decode, "accept_sampled", always_accept)
+    sampling = SamplingConfig(temperature=1.0)
+    counts = sample_first_tokens(target, head, sampling, n=500)
+    assert chi_square_pvalue(counts, exact_joint(target, sampling)) < 1e-6
+
+
+def test_seeded_sampling_is_reproducible(pair):
+    target, head = pair
+    config = GenerationConfig(20, SamplingConfig(temperature=1.0), seed=7)
+    runs = [[e.output_ids[:] for e in speculative_decode(target, head, PROMPT, TreeConfig(3, 3, 10), config)][-1]
+            for _ in range(2)]
+    assert runs[0] == runs[1] and len(runs[0]) == 20
