@@ -148,8 +148,9 @@ def speculative_decode(
     tree.validate(head.config.draft_vocab_size)
     run = _Run(target, prompt, config)
     device, n = target.device, len(run.prompt_ids)
-    capacity = n + run.budget + tree.total_tokens
-    cache, draft_cache = target.new_cache(capacity), KVCache(1, capacity)
+    # The draft cache also holds the tree's keys while drafting: top_k per level.
+    cache = target.new_cache(n + run.budget + tree.total_tokens)
+    draft_cache = KVCache(1, n + run.budget + tree.top_k * tree.depth)
 
     start = clock(device)
     prompt_ids = torch.tensor(run.prompt_ids, device=device)

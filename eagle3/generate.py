@@ -10,6 +10,8 @@ import argparse
 import os
 import sys
 
+import transformers
+
 from eagle3.acceptance import SamplingConfig, TokenState
 from eagle3.checkpoint import EMBEDDED_HEAD, EMBEDDED_TARGET, load_head
 from eagle3.decode import GenerationConfig, plain_decode, speculative_decode
@@ -86,6 +88,7 @@ def summary(event, plain: bool) -> str:
 
 def main(argv=None) -> int:
     args = parse_args(argv)
+    transformers.utils.logging.disable_progress_bar()  # the output is the continuation, nothing else
     color = sys.stdout.isatty() and "NO_COLOR" not in os.environ
     try:
         target = load_target(args.target, args.device, args.dtype, args.trust_remote_code)
