@@ -18,7 +18,7 @@ from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
 from eagle3.head import Eagle3Config, Eagle3Head
-from eagle3.target import DTYPES, Target, default_aux_layers
+from eagle3.target import Target, default_aux_layers, draft_dtype, resolve_dtype
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EMBEDDED_TARGET = os.path.join(ROOT, "checkpoints", "target")  # the pair the project trains and ships
@@ -134,10 +134,11 @@ def check_fits_target(config: Eagle3Config, target: Target, has_own_embedding: b
         )
 
 
-def load_head(path: str, target: Target | None = None, dtype: str | torch.dtype | None = None,
+def load_head(path: str, target: Target | None = None, dtype: str | torch.dtype | None = "auto",
               device: str | torch.device | None = None) -> Eagle3Head:
     """Load a head directory. With a target: check the fit, share its embeddings, use its
-    device and dtype, and point its feature capture at the head's aux layers."""
+    device, and point its feature capture at the head's aux layers. dtype "auto" is
+    bfloat16 where that is fast and the target's dtype elsewhere; None keeps the stored one."""
     if not os.path.isdir(path):
         raise FileNotFoundError(f"head: '{path}' is not a directory")
     config = read_config(path)
@@ -148,11 +149,15 @@ def load_head(path: str, target: Target | None = None, dtype: str | torch.dtype 
         check_fits_target(config, target, own_embedding)
     head = Eagle3Head(config, target.input_embeddings if target is not None else None, own_embedding)
     head.load_state_dict(tensors, strict=False)  # d2t / t2d may be absent: identity buffers stay
-    if dtype is None:
-        dtype = target.dtype if target is not None else tensors["fc.weight"].dtype
     if device is None:
         device = target.device if target is not None else "cpu"
-    head.to(device=device, dtype=DTYPES.get(dtype, dtype)).eval()
+    if dtype is None:
+        dtype = tensors["fc.weight"].dtype
+    elif target is not None:
+        dtype = draft_dtype(dtype, target.dtype, target.device)
+    else:
+        dtype = resolve_dtype(dtype, torch.device(device))
+    head.to(device=device, dtype=dtype).eval()
     if target is not None:
         target.set_aux_layers(config.aux_layer_ids or default_aux_layers(target.num_layers))
     return head

@@ -233,6 +233,7 @@ class GenerationResult:
     draft_s: float
     verify_s: float
     bookkeeping_s: float
+    accepted_per_round: list[int]  # accepted drafts of each verification round
 
     @property
     def tokens_per_s(self) -> float:
@@ -241,12 +242,14 @@ class GenerationResult:
 
 def collect(events: Iterator[RoundEvent]) -> GenerationResult:
     """Run an event stream to its end and summarise it."""
-    text, draft_s, verify_s, bookkeeping_s, last = [], 0.0, 0.0, 0.0, None
+    text, accepted, draft_s, verify_s, bookkeeping_s, last = [], [], 0.0, 0.0, 0.0, None
     for last in events:
         text.append(last.text)
+        if last.index > 0:
+            accepted.append(last.accepted_drafts)
         draft_s, verify_s, bookkeeping_s = draft_s + last.draft_s, verify_s + last.verify_s, bookkeeping_s + last.bookkeeping_s
     return GenerationResult(
         output_ids=list(last.output_ids), text="".join(text), rounds=last.rounds,
         tau=last.tau, elapsed_s=last.elapsed_s, stop_reason=last.stop_reason,
-        draft_s=draft_s, verify_s=verify_s, bookkeeping_s=bookkeeping_s,
+        draft_s=draft_s, verify_s=verify_s, bookkeeping_s=bookkeeping_s, accepted_per_round=accepted,
     )

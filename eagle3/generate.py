@@ -45,6 +45,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--total-tokens", type=int, default=TreeConfig.total_tokens, help="tree nodes verified per round, root included")
     parser.add_argument("--device", default="auto", help="cpu, cuda, cuda:N or auto")
     parser.add_argument("--dtype", default="auto", help="float32, bfloat16, float16 or auto")
+    parser.add_argument("--draft-dtype", default="auto", help="the head's dtype (auto: bfloat16 where it is fast)")
     parser.add_argument("--seed", type=int, default=None, help="seed for sampling")
     parser.add_argument("--plain", action="store_true", help="plain decoding (the baseline), no draft head")
     parser.add_argument("--hide-rejected", action="store_true", help="do not show rejected draft tokens")
@@ -97,7 +98,7 @@ def main(argv=None) -> int:
         if args.plain:
             events = plain_decode(target, prompt, config)
         else:
-            head = load_head(args.draft, target)
+            head = load_head(args.draft, target, args.draft_dtype)
             events = speculative_decode(target, head, prompt, TreeConfig(args.depth, args.top_k, args.total_tokens), config)
         sys.stdout.write(prompt)
         event = None

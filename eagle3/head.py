@@ -133,17 +133,45 @@ class Eagle3Attention(nn.Module):
         self.v_proj = nn.Linear(2 * config.hidden_size, kv_width, bias=False)
         self.o_proj = nn.Linear(config.num_attention_heads * config.head_dim, config.hidden_size, bias=False)
 
-    def forward(self, x, cos, sin, mask, cache: PreallocatedLayer | None):
+    def forward(self, x, cos, sin, mask, cache: PreallocatedLayer | UnrolledKV | None):
         """x [B, n, 2H]; mask additive [B or 1, 1, n, kv] or None (causal, no cache)."""
         batch, n, _ = x.shape
         q = self.q_proj(x).view(batch, n, -1, self.head_dim).transpose(1, 2)
         k = self.k_proj(x).view(batch, n, -1, self.head_dim).transpose(1, 2)
         v = self.v_proj(x).view(batch, n, -1, self.head_dim).transpose(1, 2)
         q, k = apply_rotary_pos_emb(q, k, cos, sin)
-        if cache is not None:
-            k, v = cache.update(k, v)
-        out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=mask is None, enable_gqa=True)
+        if isinstance(cache, UnrolledKV):
+            out = cache.attend(q, k, v)
+        else:
+            if cache is not None:
+                k, v = cache.update(k, v)
+            out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=mask is None, enable_gqa=True)
         return self.o_proj(out.transpose(1, 2).reshape(batch, n, -1))
+
+
+class UnrolledKV:
+    """Attention for the training-time test, where step i of the unroll at anchor t sees the
+    step-0 keys causally (positions <= t) plus the keys of steps 1..i at the same anchor,
+    exactly what a depth-i tree node sees at inference. Costs T^2 + i*T, not (i+1)*T^2."""
+
+    def __init__(self):
+        self.keys: list[torch.Tensor] = []
+        self.values: list[torch.Tensor] = []
+
+    def attend(self, q, k, v):
+        """q [B, h, T, d], k / v [B, kv_h, T, d] of the current step -> [B, h, T, d]."""
+        groups = q.shape[1] // k.shape[1]
+        self.keys.append(k.repeat_interleave(groups, dim=1))
+        self.values.append(v.repeat_interleave(groups, dim=1))
+        scale, length = q.shape[-1] ** -0.5, q.shape[2]
+        causal = torch.ones(length, length, dtype=torch.bool, device=q.device).tril()
+        scores = [(q @ self.keys[0].transpose(-1, -2) * scale).masked_fill(~causal, float("-inf"))]
+        scores += [(q * key).sum(-1, keepdim=True) * scale for key in self.keys[1:]]
+        weights = torch.softmax(torch.cat(scores, dim=-1).float(), dim=-1).to(q.dtype)
+        out = weights[..., :length] @ self.values[0]
+        for step, value in enumerate(self.values[1:]):
+            out = out + weights[..., length + step : length + step + 1] * value
+        return out
 
 
 class Eagle3DecoderLayer(nn.Module):

@@ -9,6 +9,7 @@ layers are (2, L // 2, L - 3), the EAGLE-3 reference choice.
 from __future__ import annotations
 
 import os
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import torch
@@ -46,6 +47,30 @@ def resolve_dtype(dtype: str | torch.dtype | None, device: torch.device) -> torc
     if dtype not in DTYPES:
         raise ValueError(f"dtype: '{dtype}' is not one of {', '.join(DTYPES)} or auto")
     return DTYPES[dtype]
+
+
+def bf16_supported(device: torch.device) -> bool:
+    """Whether bfloat16 matmuls are fast here: CUDA, or a CPU with AVX-512 BF16 or AMX."""
+    if device.type == "cuda":
+        return torch.cuda.is_bf16_supported()
+    return torch.backends.cpu.get_cpu_capability() in ("AVX512", "AVX512_BF16", "AMX") and _cpu_has_bf16()
+
+
+def _cpu_has_bf16() -> bool:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            flags = f.read()
+        return "avx512_bf16" in flags or "amx_bf16" in flags
+    except OSError:
+        return False
+
+
+def draft_dtype(dtype: str | torch.dtype | None, target_dtype: torch.dtype, device: torch.device) -> torch.dtype:
+    """The head's dtype. auto: bfloat16 where it is fast (the draft's numerics do not touch
+    the output, which the target decides), else the target's dtype."""
+    if dtype in (None, "auto"):
+        return torch.bfloat16 if bf16_supported(device) else target_dtype
+    return resolve_dtype(dtype, device)
 
 
 @dataclass
@@ -111,6 +136,15 @@ class Target:
     def new_cache(self, capacity: int) -> KVCache:
         return KVCache(self.num_layers, capacity)
 
+    @contextmanager
+    def _capturing(self, enabled: bool):
+        """Collect the aux hidden states of the forward run inside; yields the list."""
+        self._captured = [] if enabled else None
+        try:
+            yield self._captured
+        finally:
+            self._captured = None
+
     @torch.inference_mode()
     def forward(
         self,
@@ -126,8 +160,7 @@ class Target:
         attention_mask: None for a causal step, else a 4D additive mask [1, 1, n, cache + n]
         (or a dict of them by layer type) for tree verification. logits_to_keep: 0 keeps all.
         """
-        self._captured = [] if capture else None
-        try:
+        with self._capturing(capture) as captured:
             out = self.model(
                 input_ids=input_ids,
                 position_ids=position_ids,
@@ -136,10 +169,20 @@ class Target:
                 use_cache=True,
                 logits_to_keep=logits_to_keep,
             )
-            features = torch.cat(self._captured, dim=-1)[0] if capture else None
-        finally:
-            self._captured = None
+            features = torch.cat(captured, dim=-1)[0] if capture else None
         return TargetOutput(logits=out.logits[0].float(), features=features)
+
+    @torch.no_grad()
+    def training_states(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None):
+        """For head training: fused features [B, T, 3H] and final (normed) hidden states
+        [B, T, H]; `logits_from_hidden` turns the latter into the target's logits."""
+        with self._capturing(True) as captured:
+            out = self.model.model(input_ids=input_ids, attention_mask=attention_mask, use_cache=False)
+            features = torch.cat(captured, dim=-1)
+        return features, out.last_hidden_state
+
+    def logits_from_hidden(self, hidden: torch.Tensor) -> torch.Tensor:
+        return self.model.lm_head(hidden)
 
     def tree_mask(self, prefix_len: int, positions: torch.Tensor, ancestors: torch.Tensor):
         """Additive attention mask for verifying a tree on top of a prefix_len-long cache.

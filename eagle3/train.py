@@ -1,0 +1,257 @@
+"""Train an EAGLE-3 head on a frozen target with the training-time test (TTT).
+
+    python -m eagle3.train --target DIR --data data.jsonl --out HEAD_DIR --work runs/head
+
+The target computes the fused low / mid / high features and its own next-token
+distribution for each batch (online, optionally cached to disk). The head is unrolled
+`--ttt-steps` times: step 0 reads the target features, step i > 0 reads its own previous
+output with the tokens shifted by i, attending like a depth-i tree node does at inference.
+Each step's loss is the soft cross-entropy against the target's distribution restricted
+to the draft vocabulary, on positions whose token is to be learned and whose target
+argmax is in the draft vocabulary; the total weighs step i by decay^i.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import sys
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from safetensors.torch import load_file, save_file
+from tqdm import tqdm
+
+from eagle3.checkpoint import save_head
+from eagle3.data import Example, load_examples
+from eagle3.head import Eagle3Config, Eagle3Head, UnrolledKV
+from eagle3.target import Target, bf16_supported, load_target
+from eagle3.training import CsvLog, adamw, autocast, cosine_lr, load_state, save_state, seed_everything, set_lr
+
+
+def build_draft_vocab(examples: list[Example], vocab_size: int, draft_vocab_size: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """The draft_vocab_size most frequent learned tokens -> (d2t [draft], t2d [vocab]).
+
+    Ties and unused slots go to the lowest ids, so the result is deterministic."""
+    if not 1 <= draft_vocab_size <= vocab_size:
+        raise ValueError(f"draft_vocab_size: {draft_vocab_size} is outside [1, {vocab_size}]")
+    counts = torch.zeros(vocab_size, dtype=torch.long)
+    for example in examples:
+        ids = torch.tensor(example.input_ids)[torch.tensor(example.loss_mask, dtype=torch.bool)]
+        counts += torch.bincount(ids, minlength=vocab_size)
+    order = sorted(range(vocab_size), key=lambda t: (-int(counts[t]), t))
+    chosen = torch.tensor(sorted(order[:draft_vocab_size]))
+    t2d = torch.zeros(vocab_size, dtype=torch.bool)
+    t2d[chosen] = True
+    return chosen - torch.arange(draft_vocab_size), t2d
+
+
+def new_head(target: Target, draft_vocab_size: int, seed: int) -> Eagle3Head:
+    """A freshly initialised head shaped like one decoder layer of the target."""
+    config = target.config
+    head_config = Eagle3Config(
+        hidden_size=config.hidden_size, intermediate_size=config.intermediate_size,
+        num_attention_heads=config.num_attention_heads, num_key_value_heads=config.num_key_value_heads,
+        head_dim=getattr(config, "head_dim", None), vocab_size=config.vocab_size, draft_vocab_size=draft_vocab_size,
+        target_hidden_size=config.hidden_size, rms_norm_eps=config.rms_norm_eps,
+        rope_theta=config.rope_parameters.get("rope_theta", 10000.0), rope_scaling=_rope_scaling(config),
+        max_position_embeddings=config.max_position_embeddings,
+    )
+    torch.manual_seed(seed)
+    head = Eagle3Head(head_config, target.input_embeddings)
+    for module in head.modules():
+        if isinstance(module, torch.nn.Linear):
+            torch.nn.init.normal_(module.weight, std=0.02)
+    return head
+
+
+def _rope_scaling(config) -> dict | None:
+    parameters = dict(config.rope_parameters or {})
+    if parameters.get("rope_type", "default") == "default":
+        return None
+    parameters.pop("rope_theta", None)
+    return parameters
+
+
+@dataclass
+class StepStats:
+    losses: list[float]
+    accuracies: list[float]
+
+
+def shift(x: torch.Tensor, by: int, fill=0) -> torch.Tensor:
+    """x[:, t] <- x[:, t + by] along dim 1, filling the end."""
+    if by == 0:
+        return x
+    pad = torch.full_like(x[:, :by], fill)
+    return torch.cat([x[:, by:], pad], dim=1)
+
+
+def ttt_loss(head: Eagle3Head, features, target_logits, input_ids, loss_mask, steps: int = 7, decay: float = 0.8):
+    """The training-time-test loss of one batch.
+
+    features [B, T, 3H] and target_logits [B, T, V] of the target on input_ids [B, T];
+    loss_mask [B, T] marks tokens to learn (0 on padding). Anchor t at step i reads token
+    x[t + 1 + i] and predicts x[t + 2 + i], whose target distribution is logits[t + 1 + i].
+    """
+    draft_to_target = torch.arange(head.config.draft_vocab_size, device=input_ids.device) + head.d2t
+    target_draft_logits = target_logits[..., draft_to_target].float()
+    in_draft_vocab = head.t2d[target_logits.argmax(-1)]
+    positions = torch.arange(input_ids.shape[1], device=input_ids.device)[None]
+    hidden, kv = head.project(features), UnrolledKV()
+    total, losses, accuracies = 0.0, [], []
+    for i in range(steps):
+        hidden = head(hidden, shift(input_ids, 1 + i), positions + i, None, kv)
+        logp = torch.log_softmax(head.logits(hidden).float(), dim=-1)
+        wanted = shift(target_draft_logits, 1 + i)
+        valid = (shift(loss_mask, 2 + i) > 0) & shift(in_draft_vocab, 1 + i, fill=False)
+        count = valid.sum().clamp_min(1)
+        cross_entropy = -(torch.softmax(wanted, dim=-1) * logp).sum(-1)
+        loss = (cross_entropy * valid).sum() / count
+        total = total + decay**i * loss
+        losses.append(loss.item())
+        accuracies.append((((logp.argmax(-1) == wanted.argmax(-1)) & valid).sum() / count).item())
+    return total, StepStats(losses, accuracies)
+
+
+class FeatureCache:
+    """Target features and final hidden states per example, as safetensors files."""
+
+    def __init__(self, directory: str | None):
+        self.directory = directory
+        if directory:
+            os.makedirs(directory, exist_ok=True)
+
+    def get(self, index: int):
+        path = self._path(index)
+        if not path or not os.path.exists(path):
+            return None
+        tensors = load_file(path)
+        return tensors["features"], tensors["hidden"]
+
+    def put(self, index: int, features: torch.Tensor, hidden: torch.Tensor) -> None:
+        if self.directory:
+            save_file({"features": features.contiguous().cpu(), "hidden": hidden.contiguous().cpu()}, self._path(index))
+
+    def _path(self, index: int) -> str | None:
+        return os.path.join(self.directory, f"{index:08d}.safetensors") if self.directory else None
+
+
+def target_states(target: Target, cache: FeatureCache, indices: list[int], examples: list[Example], device):
+    """Padded batch: input_ids, loss_mask, features, final hidden states (cached per example)."""
+    length = max(len(examples[i].input_ids) for i in indices)
+    ids = torch.zeros(len(indices), length, dtype=torch.long)
+    mask = torch.zeros(len(indices), length, dtype=torch.long)
+    for row, i in enumerate(indices):
+        n = len(examples[i].input_ids)
+        ids[row, :n], mask[row, :n] = torch.tensor(examples[i].input_ids), torch.tensor(examples[i].loss_mask)
+    cached = [cache.get(i) for i in indices]
+    if all(c is not None for c in cached):
+        features = torch.zeros(len(indices), length, cached[0][0].shape[-1], dtype=cached[0][0].dtype)
+        hidden = torch.zeros(len(indices), length, cached[0][1].shape[-1], dtype=cached[0][1].dtype)
+        for row, (f, h) in enumerate(cached):
+            features[row, : len(f)], hidden[row, : len(h)] = f, h
+        return ids.to(device), mask.to(device), features.to(device), hidden.to(device)
+    attention = (torch.arange(length)[None] < torch.tensor([len(examples[i].input_ids) for i in indices])[:, None]).long()
+    features, hidden = target.training_states(ids.to(device), attention.to(device))
+    for row, i in enumerate(indices):
+        n = len(examples[i].input_ids)
+        cache.put(i, features[row, :n], hidden[row, :n])
+    return ids.to(device), mask.to(device), features, hidden
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m eagle3.train", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--target", required=True, help="target model directory (or hub id where a network exists)")
+    parser.add_argument("--data", required=True, help='JSONL: {"text": ...} or {"conversations": [...]} per line')
+    parser.add_argument("--out", required=True, help="where the head is saved, in the published format")
+    parser.add_argument("--work", default="runs/head", help="resumable state, CSV log, feature cache")
+    parser.add_argument("--draft-vocab-size", type=int, default=None, help="default: min(32000, vocab size)")
+    parser.add_argument("--max-length", type=int, default=512, help="tokens per example")
+    parser.add_argument("--batch-size", type=int, default=8)
+    parser.add_argument("--epochs", type=float, default=1.0)
+    parser.add_argument("--max-steps", type=int, default=None, help="stop after this many steps (overrides epochs)")
+    parser.add_argument("--lr", type=float, default=1e-4)
+    parser.add_argument("--warmup", type=int, default=50)
+    parser.add_argument("--grad-clip", type=float, default=0.5)
+    parser.add_argument("--ttt-steps", type=int, default=7)
+    parser.add_argument("--decay", type=float, default=0.8)
+    parser.add_argument("--cache-features", action="store_true", help="keep target features in WORK/features")
+    parser.add_argument("--save-every", type=int, default=200)
+    parser.add_argument("--device", default="auto")
+    parser.add_argument("--dtype", default="auto", help="the target's dtype (auto: bfloat16 on CUDA, else float32)")
+    parser.add_argument("--no-bf16", action="store_true", help="float32 even where bfloat16 is available")
+    parser.add_argument("--seed", type=int, default=0)
+    return parser.parse_args(argv)
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    seed_everything(args.seed)
+    try:
+        target = load_target(args.target, args.device, args.dtype)
+        examples = load_examples(args.data, target.tokenizer, args.max_length)
+    except (ValueError, FileNotFoundError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    for p in target.model.parameters():
+        p.requires_grad_(False)
+    device = target.device
+    use_bf16 = bf16_supported(device) and not args.no_bf16
+    draft_vocab_size = args.draft_vocab_size or min(32000, target.vocab_size)
+    d2t, t2d = build_draft_vocab(examples, target.vocab_size, draft_vocab_size)
+    head = new_head(target, draft_vocab_size, args.seed)
+    head.d2t.copy_(d2t)
+    head.t2d.copy_(t2d)
+    head.to(device).train()
+
+    steps_per_epoch = math.ceil(len(examples) / args.batch_size)
+    total_steps = args.max_steps or max(1, round(args.epochs * steps_per_epoch))
+    optimizer = adamw(head.parameters(), args.lr)
+    generator = torch.Generator().manual_seed(args.seed)
+    state_path, step = os.path.join(args.work, "state.pt"), 0
+    if os.path.exists(state_path):
+        state = load_state(state_path, head, optimizer)
+        step = state["step"]
+        generator.set_state(state["data_rng"])
+        print(f"resumed at step {step}")
+    cache = FeatureCache(os.path.join(args.work, "features") if args.cache_features else None)
+    fields = ["step", "epoch", "lr", "loss"] + [f"loss_{i}" for i in range(args.ttt_steps)] + [f"acc_{i}" for i in range(args.ttt_steps)]
+    log = CsvLog(os.path.join(args.work, "log.csv"), fields)
+    print(f"{len(examples)} examples, draft vocabulary {draft_vocab_size} of {target.vocab_size}, "
+          f"{total_steps} steps, bf16 autocast: {use_bf16}")
+
+    order: list[int] = []
+    bar = tqdm(range(step, total_steps), initial=step, total=total_steps, desc="train", dynamic_ncols=True)
+    for step in bar:
+        if not order:  # a new pass over the data, in a seeded order
+            order = torch.randperm(len(examples), generator=generator).tolist()
+        indices, order = order[: args.batch_size], order[args.batch_size :]
+        lr = cosine_lr(step, total_steps, args.warmup, args.lr)
+        set_lr(optimizer, lr)
+        input_ids, loss_mask, features, hidden = target_states(target, cache, indices, examples, device)
+        with torch.no_grad():
+            target_logits = target.logits_from_hidden(hidden.to(target.dtype))
+        with autocast(device, use_bf16):
+            loss, stats = ttt_loss(head, features, target_logits, input_ids, loss_mask, args.ttt_steps, args.decay)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(head.parameters(), args.grad_clip)
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        done = step + 1
+        bar.set_postfix(loss=f"{loss.item():.3f}", acc="/".join(f"{a:.2f}" for a in stats.accuracies))
+        log.write(step=done, epoch=f"{done / steps_per_epoch:.3f}", lr=f"{lr:.3e}", loss=f"{loss.item():.4f}",
+                  **{f"loss_{i}": f"{v:.4f}" for i, v in enumerate(stats.losses)},
+                  **{f"acc_{i}": f"{v:.4f}" for i, v in enumerate(stats.accuracies)})
+        if done % args.save_every == 0 or done == total_steps:
+            save_state(state_path, head, optimizer, done, data_rng=generator.get_state())
+            save_head(head, args.out)
+    print(f"saved the head to {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,71 @@
+"""What the trainers share: the optimiser, the schedule, the CSV log, resumable state."""
+
+from __future__ import annotations
+
+import csv
+import math
+import os
+import random
+
+import numpy as np
+import torch
+
+
+def seed_everything(seed: int) -> None:
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+
+
+def adamw(parameters, lr: float, weight_decay: float = 0.0, betas=(0.9, 0.95)) -> torch.optim.AdamW:
+    return torch.optim.AdamW([p for p in parameters if p.requires_grad], lr=lr, betas=betas, weight_decay=weight_decay)
+
+
+def cosine_lr(step: int, total: int, warmup: int, peak: float, floor: float = 0.1) -> float:
+    """Linear warm-up to peak, then cosine decay to floor * peak at `total`."""
+    if step < warmup:
+        return peak * (step + 1) / warmup
+    progress = min(1.0, (step - warmup) / max(1, total - warmup))
+    return peak * (floor + (1 - floor) * 0.5 * (1 + math.cos(math.pi * progress)))
+
+
+def set_lr(optimizer: torch.optim.Optimizer, lr: float) -> None:
+    for group in optimizer.param_groups:
+        group["lr"] = lr
+
+
+def autocast(device: torch.device, enabled: bool):
+    """bfloat16 autocast where the device has it (CUDA, or CPUs with AVX-512 BF16 / AMX)."""
+    return torch.autocast(device.type, dtype=torch.bfloat16, enabled=enabled)
+
+
+class CsvLog:
+    """Append rows to a CSV file, writing the header once (resuming keeps the old rows)."""
+
+    def __init__(self, path: str, fields: list[str]):
+        self.path, self.fields = path, fields
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        if not os.path.exists(path):
+            with open(path, "w", newline="", encoding="utf-8") as f:
+                csv.writer(f).writerow(fields)
+
+    def write(self, **row) -> None:
+        with open(self.path, "a", newline="", encoding="utf-8") as f:
+            csv.writer(f).writerow([row.get(k, "") for k in self.fields])
+
+
+def save_state(path: str, model: torch.nn.Module, optimizer: torch.optim.Optimizer, step: int, **extra) -> None:
+    """Everything needed to resume: weights, optimiser, step and the RNG states."""
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    state = {"model": model.state_dict(), "optimizer": optimizer.state_dict(), "step": step,
+             "torch_rng": torch.get_rng_state(), **extra}
+    torch.save(state, path + ".tmp")
+    os.replace(path + ".tmp", path)  # never leave a half-written checkpoint behind
+
+
+def load_state(path: str, model: torch.nn.Module, optimizer: torch.optim.Optimizer) -> dict:
+    state = torch.load(path, map_location="cpu", weights_only=True)
+    model.load_state_dict(state["model"])
+    optimizer.load_state_dict(state["optimizer"])
+    torch.set_rng_state(state["torch_rng"])
+    return state

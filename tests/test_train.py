@@ -1,0 +1,115 @@
+"""The head trainer: training-time-test attention, draft vocabulary, data, a short real run."""
+
+import json
+
+import pytest
+import torch
+
+from eagle3 import GenerationConfig, TreeConfig, collect, load_head, speculative_decode
+from eagle3.data import Example, encode_record, load_examples
+from eagle3.head import UnrolledKV
+from eagle3.kv_cache import KVCache
+from eagle3.masks import additive_mask
+from eagle3.train import build_draft_vocab, main as train_main, ttt_loss
+from tests.models import make_head, make_target
+
+
+def test_unrolled_attention_equals_tree_attention():
+    """Step i of the unroll at anchor t sees what a depth-i tree node sees at inference:
+    step-0 keys at positions <= t and its own chain of steps 1..i at the same anchor."""
+    target = make_target("llama", vocab_size=32)
+    head = make_head(target, draft_vocab_size=24)
+    torch.manual_seed(0)
+    length, steps = 9, 4
+    hidden0 = torch.randn(1, length, 64)
+    tokens = torch.randint(0, 32, (steps, 1, length))
+    positions = torch.arange(length)[None]
+
+    unrolled, kv, hidden = [], UnrolledKV(), hidden0
+    for i in range(steps):
+        hidden = head(hidden, tokens[i], positions + i, None, kv)
+        unrolled.append(hidden)
+
+    cache, hidden = KVCache(1, length * steps), hidden0  # the same computation with a dense mask
+    for i in range(steps):
+        allowed = torch.zeros(length, length * (i + 1), dtype=torch.bool)
+        allowed[:, :length] = torch.ones(length, length, dtype=torch.bool).tril()
+        for j in range(1, i + 1):
+            allowed[:, j * length : (j + 1) * length] |= torch.eye(length, dtype=torch.bool)
+        hidden = head(hidden, tokens[i], positions + i, additive_mask(allowed, torch.float32), cache.layers[0])
+        assert torch.allclose(hidden, unrolled[i], atol=1e-5), i
+
+
+def test_draft_vocabulary_invariants():
+    examples = [Example([5, 5, 5, 7, 7, 9, 1], [0, 1, 1, 1, 1, 1, 1]), Example([9, 9, 3], [1, 1, 1])]
+    d2t, t2d = build_draft_vocab(examples, vocab_size=12, draft_vocab_size=4)
+    target_ids = torch.arange(4) + d2t
+    assert target_ids.tolist() == sorted(set(target_ids.tolist()))  # ascending, distinct
+    assert t2d.sum() == 4 and t2d[target_ids].all()
+    assert set(target_ids.tolist()) == {5, 7, 9, 1}  # the most frequent learned tokens
+    d2t, t2d = build_draft_vocab(examples, vocab_size=12, draft_vocab_size=8)  # more slots than seen tokens
+    assert t2d.sum() == 8 and {1, 3, 5, 7, 9} <= set((torch.arange(8) + d2t).tolist())
+    with pytest.raises(ValueError, match="draft_vocab_size: 20"):
+        build_draft_vocab(examples, 12, 20)
+
+
+def test_records_and_loss_masks(tokenizer):
+    text = encode_record({"text": "def f():\n    pass\n"}, tokenizer, 100)
+    assert len(text.input_ids) == len(text.loss_mask) and all(text.loss_mask)
+    chat = encode_record({"conversations": [{"from": "human", "value": "add two numbers"},
+                                            {"from": "gpt", "value": "def add(a, b):\n    return a + b"}]}, tokenizer, 100)
+    learned = tokenizer.decode([t for t, m in zip(chat.input_ids, chat.loss_mask) if m])
+    assert learned.strip() == "def add(a, b):\n    return a + b"
+    tokenizer.chat_template = ("{% for m in messages %}<{{ m['role'] }}>{{ m['content'] }}</{{ m['role'] }}>{% endfor %}"
+                               "{% if add_generation_prompt %}<assistant>{% endif %}")
+    try:
+        chat = encode_record({"conversations": [{"from": "human", "value": "hi"}, {"from": "gpt", "value": "for i in x"}]},
+                             tokenizer, 100)
+    finally:
+        tokenizer.chat_template = None
+    learned = tokenizer.decode([t for t, m in zip(chat.input_ids, chat.loss_mask) if m])
+    assert "for i in x" in learned and "hi" not in learned
+
+
+def test_bad_data_files_are_named(tmp_path, tokenizer):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"text": "x = 1"}\n{not json}\n')
+    with pytest.raises(ValueError, match="bad.jsonl:2: not valid JSON"):
+        load_examples(str(bad), tokenizer, 64)
+    bad.write_text('{"question": "x"}\n')
+    with pytest.raises(ValueError, match="neither 'text' nor 'conversations'"):
+        load_examples(str(bad), tokenizer, 64)
+
+
+def test_trainer_smoke(tmp_path, tokenizer):
+    """A few steps on a tiny random target: loss goes down, the head saves, loads and decodes."""
+    target = make_target("llama", vocab_size=len(tokenizer), eos=tokenizer.eos_token_id, logit_scale=8.0)
+    target.model.save_pretrained(tmp_path / "target")
+    tokenizer.save_pretrained(tmp_path / "target")
+    lines = ["def add(a, b):\n    return a + b\n", "for i in range(10):\n    print(i)\n", "class Point:\n    pass\n"]
+    with open(tmp_path / "data.jsonl", "w") as f:
+        for i in range(24):
+            f.write(json.dumps({"text": "".join(lines[(i + j) % 3] for j in range(4))}) + "\n")
+    args = ["--target", str(tmp_path / "target"), "--data", str(tmp_path / "data.jsonl"), "--out", str(tmp_path / "head"),
+            "--work", str(tmp_path / "work"), "--draft-vocab-size", "120", "--batch-size", "4", "--lr", "3e-3",
+            "--warmup", "2", "--ttt-steps", "3", "--save-every", "10", "--device", "cpu"]
+    assert train_main(args + ["--max-steps", "20"]) == 0
+    log = (tmp_path / "work" / "log.csv").read_text().splitlines()
+    header, rows = log[0].split(","), [dict(zip(log[0].split(","), r.split(","))) for r in log[1:]]
+    assert header[:4] == ["step", "epoch", "lr", "loss"] and "acc_2" in header
+    first, last = sum(float(r["loss"]) for r in rows[:3]) / 3, sum(float(r["loss"]) for r in rows[-3:]) / 3
+    assert last < first - 0.05, (first, last)
+
+    assert train_main(args + ["--max-steps", "24"]) == 0  # resumes from its own state
+    assert len((tmp_path / "work" / "log.csv").read_text().splitlines()) == 25
+
+    from eagle3.target import load_target
+
+    loaded_target = load_target(str(tmp_path / "target"), "cpu", "float32")
+    head = load_head(str(tmp_path / "head"), loaded_target)
+    assert head.config.draft_vocab_size == 120 and int(head.t2d.sum()) == 120
+    prompt = tokenizer("def add(a, b):\n").input_ids
+    result = collect(speculative_decode(loaded_target, head, prompt, TreeConfig(3, 3, 8), GenerationConfig(24)))
+    want = loaded_target.model.generate(torch.tensor([prompt]), max_new_tokens=24, do_sample=False)[0, len(prompt):]
+    assert result.output_ids == want.tolist()[: len(result.output_ids)]
+    assert result.stop_reason == "eos" or len(result.output_ids) == 24
