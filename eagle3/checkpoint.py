@@ -134,13 +134,26 @@ def check_fits_target(config: Eagle3Config, target: Target, has_own_embedding: b
         )
 
 
+def local_head_dir(path: str) -> str:
+    """A head directory: `path` itself, or a hub snapshot where a network is allowed."""
+    if os.path.isdir(path):
+        return path
+    if os.environ.get("HF_HUB_OFFLINE") == "1" or os.path.isabs(path) or path.startswith("."):
+        raise FileNotFoundError(f"head: '{path}' is not a directory")
+    from huggingface_hub import snapshot_download
+
+    try:
+        return snapshot_download(path, allow_patterns=["*.json", "*.safetensors", "*.bin"])
+    except Exception as error:  # the hub client raises many kinds: offline, gated, missing
+        raise FileNotFoundError(f"head: '{path}' is not a local directory and could not be fetched ({error})") from error
+
+
 def load_head(path: str, target: Target | None = None, dtype: str | torch.dtype | None = "auto",
               device: str | torch.device | None = None) -> Eagle3Head:
     """Load a head directory. With a target: check the fit, share its embeddings, use its
     device, and point its feature capture at the head's aux layers. dtype "auto" is
     bfloat16 where that is fast and the target's dtype elsewhere; None keeps the stored one."""
-    if not os.path.isdir(path):
-        raise FileNotFoundError(f"head: '{path}' is not a directory")
+    path = local_head_dir(path)
     config = read_config(path)
     tensors = read_state_dict(path)
     check_state_dict(config, tensors)
@@ -163,12 +176,15 @@ def load_head(path: str, target: Target | None = None, dtype: str | torch.dtype 
     return head
 
 
-def save_head(head: Eagle3Head, path: str) -> None:
-    """Write config.json and model.safetensors in the published format."""
+def save_head(head: Eagle3Head, path: str, dtype: torch.dtype | None = None) -> None:
+    """Write config.json and model.safetensors in the published format; floating-point
+    tensors in dtype (default: the head's own)."""
     os.makedirs(path, exist_ok=True)
+    dtype = dtype or head.fc.weight.dtype
     config = head.config
-    config.torch_dtype = str(head.fc.weight.dtype).removeprefix("torch.")
+    config.torch_dtype = str(dtype).removeprefix("torch.")
     with open(os.path.join(path, CONFIG_NAME), "w", encoding="utf-8") as f:
         json.dump(config.to_dict(), f, indent=2)
-    tensors = {k: v.detach().contiguous().cpu() for k, v in head.state_dict().items()}
+    tensors = {k: (v.to(dtype) if v.is_floating_point() else v).detach().contiguous().cpu()
+               for k, v in head.state_dict().items()}
     save_file(tensors, os.path.join(path, SAFETENSORS_NAME), metadata={"format": "pt"})

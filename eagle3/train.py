@@ -27,7 +27,7 @@ from tqdm import tqdm
 from eagle3.checkpoint import save_head
 from eagle3.data import Example, load_examples
 from eagle3.head import Eagle3Config, Eagle3Head, UnrolledKV
-from eagle3.target import Target, bf16_supported, load_target
+from eagle3.target import DTYPES, Target, bf16_supported, load_target
 from eagle3.training import CsvLog, adamw, autocast, cosine_lr, load_state, save_state, seed_everything, set_lr
 
 
@@ -184,6 +184,8 @@ def parse_args(argv=None):
     parser.add_argument("--device", default="auto")
     parser.add_argument("--dtype", default="auto", help="the target's dtype (auto: bfloat16 on CUDA, else float32)")
     parser.add_argument("--no-bf16", action="store_true", help="float32 even where bfloat16 is available")
+    parser.add_argument("--save-dtype", default="float32", choices=["float32", "bfloat16", "float16"],
+                        help="dtype of the saved head (bfloat16 halves its size)")
     parser.add_argument("--seed", type=int, default=0)
     return parser.parse_args(argv)
 
@@ -248,7 +250,7 @@ def main(argv=None) -> int:
                   **{f"acc_{i}": f"{v:.4f}" for i, v in enumerate(stats.accuracies)})
         if done % args.save_every == 0 or done == total_steps:
             save_state(state_path, head, optimizer, done, data_rng=generator.get_state())
-            save_head(head, args.out)
+            save_head(head, args.out, DTYPES[args.save_dtype])
     print(f"saved the head to {args.out}")
     return 0
 

@@ -1,0 +1,440 @@
+"""EAGLE-3, live: speculative decoding next to plain decoding, every token coloured by its fate.
+
+    python app.py                      # the embedded pair, on 127.0.0.1:7860
+    python app.py --target DIR --draft DIR --device cuda --host 0.0.0.0
+
+This file is the UI only (layout, events, rendering); decoding lives in `eagle3/`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import html
+import json
+import os
+import sys
+import time
+from dataclasses import dataclass, field
+
+try:  # Hugging Face ZeroGPU: `spaces` must be imported before torch
+    import spaces
+except ImportError:
+    spaces = None
+
+import gradio as gr
+import pandas as pd
+import torch
+import transformers
+
+from eagle3 import GenerationConfig, SamplingConfig, TokenState, TreeConfig, load_head, load_target
+from eagle3.decode import plain_decode, speculative_decode
+from eagle3.events import RoundEvent, Token, TreeView
+from eagle3.presets import EMBEDDED, PRESETS, Preset
+
+ROOT = os.path.dirname(os.path.abspath(__file__))
+MAX_NEW_TOKENS, MAX_PROMPT_CHARS = 1024, 16000  # enforced here, whatever the sliders say
+UPDATES_PER_S = 15
+TREE_UPDATES_PER_S = 2
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--host", default=os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1"))
+    parser.add_argument("--port", type=int, default=int(os.environ.get("GRADIO_SERVER_PORT", "7860")))
+    parser.add_argument("--target", default=os.environ.get("EAGLE3_TARGET"),
+                        help="a target directory or hub id (default: the embedded pair; env EAGLE3_TARGET)")
+    parser.add_argument("--draft", default=os.environ.get("EAGLE3_DRAFT"), help="the EAGLE-3 head for --target (env EAGLE3_DRAFT)")
+    parser.add_argument("--device", default="auto", help="cpu, cuda, cuda:N or auto")
+    parser.add_argument("--dtype", default="auto", help="the target's dtype: float32, bfloat16, float16 or auto")
+    return parser.parse_args(argv)
+
+
+# ---------------------------------------------------------------------------- models
+
+
+class Models:
+    """Target / head pairs by preset name, loaded when first chosen."""
+
+    def __init__(self, presets: list[Preset], device: str, dtype: str):
+        self.presets = {p.name: p for p in presets}
+        self.device, self.dtype = device, dtype
+        self.loaded: dict[str, tuple] = {}
+
+    def get(self, name: str):
+        if name not in self.presets:
+            raise gr.Error(f"model: unknown choice {name!r}")
+        if name not in self.loaded:
+            preset = self.presets[name]
+            try:
+                target = load_target(preset.target, self.device, self.dtype)
+                head = load_head(preset.head, target)
+            except (ValueError, FileNotFoundError, OSError) as error:
+                raise gr.Error(f"Cannot load {name}: {error}") from error
+            self.loaded[name] = (preset, target, head)
+        return self.loaded[name]
+
+
+transformers.utils.logging.disable_progress_bar()
+ARGS = parse_args(sys.argv[1:] if __name__ == "__main__" else [])
+if ARGS.target:
+    CUSTOM = Preset(f"Custom: {ARGS.target}", ARGS.target, ARGS.draft or "", chat=False, tree=TreeConfig())
+    PRESET_LIST = [CUSTOM, *PRESETS]
+else:
+    PRESET_LIST = PRESETS
+MODELS = Models(PRESET_LIST, ARGS.device, ARGS.dtype)
+MODELS.get(PRESET_LIST[0].name)  # at import, as ZeroGPU wants; the embedded pair takes seconds
+
+
+# ---------------------------------------------------------------------------- rendering
+
+
+def token_html(token: Token, round_index: int) -> str:
+    """One token as a span coloured by its state; rounds alternate an underline."""
+    if not token.text:
+        return ""  # part of a character: the token that completes it carries the text
+    state = token.state.value
+    return (f'<span class="tok {state} r{round_index % 2}" title="round {round_index}: {state}">'
+            f"{html.escape(token.text)}</span>")
+
+
+def plain_html(token: Token) -> str:
+    return f'<span class="tok plain">{html.escape(token.text)}</span>' if token.text else ""
+
+
+def display_text(text: str) -> str:
+    """A token's text made visible in the tree: whitespace shown, escaped, shortened."""
+    shown = text.replace("\n", "↵").replace("\t", "⇥").replace(" ", "·") or "∅"
+    return html.escape(shown if len(shown) <= 12 else shown[:11] + "…")
+
+
+def render_tree(tree: TreeView | None, path: list[int], texts: list[str], title: str = "") -> str:
+    """The draft tree as SVG: depth left to right, the accepted path in green."""
+    if tree is None:
+        return '<div class="tree-svg"><p>The draft tree of a round appears here.</p></div>'
+    n = len(tree.tokens)
+    children: list[list[int]] = [[] for _ in range(n)]
+    for node, parent in enumerate(tree.parents):
+        if parent >= 0:
+            children[parent].append(node)
+    for kids in children:
+        kids.sort(key=lambda c: -tree.scores[c])
+    rows, leaves = [0.0] * n, 0
+    for node in _postorder(children):
+        if children[node]:
+            rows[node] = (rows[children[node][0]] + rows[children[node][-1]]) / 2
+        else:
+            rows[node], leaves = leaves, leaves + 1
+    width, height, col, row = 112, 22, 128, 28
+    accepted = {0, *path}
+    x = lambda node: 8 + tree.depths[node] * col  # noqa: E731
+    y = lambda node: 24 + rows[node] * row  # noqa: E731
+    parts = []
+    for node in range(1, n):
+        parent = tree.parents[node]
+        x0, y0, x1, y1 = x(parent) + width, y(parent) + height / 2, x(node), y(node) + height / 2
+        cls = "edge accepted" if node in accepted else "edge"
+        parts.append(f'<path class="{cls}" d="M{x0},{y0} C{x0 + 10},{y0} {x1 - 10},{y1} {x1},{y1}"/>')
+    for node in range(n):
+        cls = "node root" if node == 0 else ("node accepted" if node in accepted else "node")
+        score = "" if node == 0 else f'<text class="score" x="{x(node) + width - 4}" y="{y(node) + 15}" text-anchor="end">{tree.scores[node]:.1f}</text>'
+        parts.append(f'<g class="{cls}"><title>node {node}, depth {tree.depths[node]}, log p {tree.scores[node]:.2f}</title>'
+                     f'<rect x="{x(node)}" y="{y(node)}" width="{width}" height="{height}" rx="4"/>'
+                     f'<text x="{x(node) + 5}" y="{y(node) + 15}">{display_text(texts[node])}</text>{score}</g>')
+    svg_width, svg_height = 16 + (max(tree.depths) + 1) * col, 30 + max(leaves, 1) * row
+    caption = html.escape(title) if title else ""
+    return (f'<div class="tree-svg"><p>{caption}</p><svg width="{svg_width}" height="{svg_height}" '
+            f'xmlns="http://www.w3.org/2000/svg">{"".join(parts)}</svg></div>')
+
+
+def _postorder(children: list[list[int]]) -> list[int]:
+    order, stack = [], [(0, False)]
+    while stack:
+        node, expanded = stack.pop()
+        if expanded:
+            order.append(node)
+        else:
+            stack.append((node, True))
+            stack += [(c, False) for c in reversed(children[node])]
+    return order
+
+
+@dataclass
+class RunView:
+    """What one decoder's run has shown so far: text, chart rows, trees."""
+
+    name: str
+    html: list[str] = field(default_factory=list)
+    text: list[str] = field(default_factory=list)
+    speed_rows: list[dict] = field(default_factory=list)
+    round_rows: list[dict] = field(default_factory=list)
+    accepted: list[int] = field(default_factory=list)
+    trees: list[tuple[TreeView, list[int]]] = field(default_factory=list)
+    times: list[tuple[int, float]] = field(default_factory=list)  # (new tokens, compute seconds)
+    last: RoundEvent | None = None
+
+    def add(self, event: RoundEvent, speculative: bool) -> None:
+        self.last = event
+        render = (lambda t: token_html(t, event.index)) if speculative else plain_html
+        self.html += [render(t) for t in event.tokens]
+        self.text += [t.text for t in event.tokens if t.state is not TokenState.REJECTED]
+        self.times.append((event.new_tokens, event.elapsed_s))
+        self.speed_rows.append({"seconds": round(event.elapsed_s, 4), "tokens/s": round(event.tokens_per_s, 2),
+                                "decoder": self.name})
+        if speculative and event.index > 0:
+            self.accepted.append(event.accepted_drafts)
+            self.round_rows += [{"round": event.index, "tokens": event.accepted_drafts + 1, "series": "this round"},
+                                {"round": event.index, "tokens": round(event.tau, 3), "series": "running tau"}]
+            if len(event.tree.tokens) > 1:  # the last round of a run may have no room to draft
+                self.trees.append((event.tree, event.accepted_path))
+
+
+def frame(rows: list[dict], columns: dict[str, str], series: tuple[str, str] | None = None) -> pd.DataFrame:
+    """A chart's rows with fixed column types, so that an empty first update does not make
+    the chart treat its numbers as categories. `series` (column, names) adds one empty
+    (NaN) point per series: the chart fixes its legend from the first update it sees."""
+    if series:
+        column, names = series
+        rows = [{**{c: float("nan") for c in columns}, column: name} for name in names] + rows
+    return pd.DataFrame(rows, columns=list(columns)).astype(columns)
+
+
+def acceptance_rows(accepted: list[int], depth: int) -> pd.DataFrame:
+    """Fraction of rounds that accepted at least i drafts, i = 1..depth."""
+    rounds = max(1, len(accepted))
+    rows = [{"draft position": str(i), "fraction": round(sum(a >= i for a in accepted) / rounds, 4)} for i in range(1, depth + 1)]
+    return frame(rows, {"draft position": "object", "fraction": "float64"})
+
+
+def speedup_rows(spec: RunView, plain: RunView) -> pd.DataFrame:
+    """Running speedup: plain time to reach n tokens / EAGLE-3 time to reach n tokens."""
+    rows, j = [], 0
+    for tokens, plain_s in plain.times:
+        while j < len(spec.times) - 1 and spec.times[j][0] < tokens:
+            j += 1
+        spec_tokens, spec_s = spec.times[j]
+        if spec_tokens >= tokens and spec_s > 0 and tokens > 0:
+            rows.append({"tokens": tokens, "speedup": round(plain_s / spec_s, 3)})
+    return frame(rows, {"tokens": "int64", "speedup": "float64"})
+
+
+def summary_html(spec: RunView, plain: RunView | None, greedy: bool) -> str:
+    s = spec.last
+    parts = [f"new tokens {s.new_tokens}", f"rounds {s.rounds}", f"tau {s.tau:.2f}", f"EAGLE-3 {s.tokens_per_s:.1f} tok/s"]
+    if plain is None or plain.last is None:
+        return " | ".join(parts) + " | plain decoding…"
+    p = plain.last
+    parts += [f"plain {p.tokens_per_s:.1f} tok/s", f"speedup {p.elapsed_s / s.elapsed_s * s.new_tokens / max(p.new_tokens, 1):.2f}x"]
+    if greedy:
+        a, b = s.output_ids, p.output_ids
+        if a == b:
+            parts.append('<span class="lossless">lossless: identical to plain decoding</span>')
+        else:
+            first = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+            parts.append(f'<span class="differs">outputs differ from token {first}</span>')
+    return " | ".join(parts) + " | done."
+
+
+def legend_html() -> str:
+    items = [("accepted", "accepted draft"), ("resampled", "resampled by the target"), ("bonus", "bonus (target, no draft)"),
+             ("rejected", "rejected draft")]
+    return '<div class="legend">' + "".join(f'<span class="tok {c}">{html.escape(label)}</span>' for c, label in items) + (
+        "<span>· rounds alternate an underline; hover a token for its round</span></div>")
+
+
+# ---------------------------------------------------------------------------- events
+
+
+def build_prompt(preset: Preset, tokenizer, message: str, history: list[tuple[str, str]]) -> str:
+    """Instruct targets get their chat template (with the conversation so far); the
+    embedded code model continues the message as it is."""
+    if not preset.chat:
+        return message
+    turns = []
+    for user, assistant in history:
+        turns += [{"role": "user", "content": user}, {"role": "assistant", "content": assistant}]
+    turns.append({"role": "user", "content": message})
+    return tokenizer.apply_chat_template(turns, tokenize=False, add_generation_prompt=True)
+
+
+def respond(message, spec_chat, plain_chat, history, preset_name, depth, top_k, total_tokens, temperature, top_p,
+            max_new_tokens):
+    """Run EAGLE-3, then plain decoding, on the same prompt; stream both panes and the charts."""
+    message = (message or "").strip()
+    spec_chat, plain_chat, history = list(spec_chat or []), list(plain_chat or []), list(history or [])
+    if not message:
+        gr.Warning("prompt: empty; type something to continue")
+        yield gr.skip(), spec_chat, plain_chat, history, *([gr.skip()] * 8)
+        return
+    if len(message) > MAX_PROMPT_CHARS:
+        gr.Warning(f"prompt: {len(message)} characters; this server accepts at most {MAX_PROMPT_CHARS}")
+        yield gr.skip(), spec_chat, plain_chat, history, *([gr.skip()] * 8)
+        return
+    preset, target, head = MODELS.get(preset_name)
+    try:
+        tree = TreeConfig(int(depth), int(top_k), int(total_tokens))
+        tree.validate(head.config.draft_vocab_size)
+        config = GenerationConfig(int(min(max_new_tokens, MAX_NEW_TOKENS)), SamplingConfig(float(temperature), float(top_p)),
+                                  seed=0)
+        config.validate()
+        prompt = build_prompt(preset, target.tokenizer, message, history)
+    except ValueError as error:
+        gr.Warning(str(error))
+        yield gr.skip(), spec_chat, plain_chat, history, *([gr.skip()] * 8)
+        return
+
+    spec, plain = RunView("EAGLE-3"), RunView("plain")
+    spec_chat += [{"role": "user", "content": html.escape(message)}, {"role": "assistant", "content": ""}]
+    plain_chat += [{"role": "user", "content": html.escape(message)}, {"role": "assistant", "content": ""}]
+    tokenizer = target.tokenizer
+    last_yield, last_tree = 0.0, 0.0
+
+    def update(final: bool = False):
+        nonlocal last_tree
+        spec_chat[-1]["content"] = "".join(spec.html)  # append-only, so updates travel as small diffs
+        plain_chat[-1]["content"] = "".join(plain.html)
+        tree_update, slider = gr.skip(), gr.skip()
+        if spec.trees and (final or time.perf_counter() - last_tree > 1 / TREE_UPDATES_PER_S):
+            last_tree = time.perf_counter()
+            tree_update = tree_html(spec.trees, len(spec.trees), tokenizer)
+            slider = gr.update(maximum=max(2, len(spec.trees)), value=len(spec.trees))
+        speed = frame(spec.speed_rows + plain.speed_rows, {"seconds": "float64", "tokens/s": "float64", "decoder": "object"},
+                      ("decoder", ("EAGLE-3", "plain")))
+        rounds = frame(spec.round_rows, {"round": "float64", "tokens": "float64", "series": "object"},
+                       ("series", ("this round", "running tau")))
+        summary = summary_html(spec, plain, config.sampling.greedy) if spec.last else "EAGLE-3 decoding…"
+        return ("" if final else gr.skip(), spec_chat, plain_chat, history, rounds, speed, speedup_rows(spec, plain),
+                acceptance_rows(spec.accepted, tree.depth), tree_update, slider, summary, spec.trees)
+
+    try:
+        for decoder, view, speculative in (
+            (lambda: speculative_decode(target, head, prompt, tree, config), spec, True),
+            (lambda: plain_decode(target, prompt, config), plain, False),
+        ):
+            for event in decoder():
+                view.add(event, speculative)
+                if time.perf_counter() - last_yield > 1 / UPDATES_PER_S:
+                    yield update()
+                    last_yield = time.perf_counter()
+    except (ValueError, RuntimeError) as error:  # bad input the checks above missed, or a device error
+        if isinstance(error, RuntimeError) and torch.cuda.is_available():
+            torch.cuda.empty_cache()
+        gr.Warning(f"generation stopped: {error}")
+    history.append((message, "".join(spec.text)))
+    yield update(final=True)
+
+
+if spaces is not None and torch.cuda.is_available():
+    respond = spaces.GPU(duration=120)(respond)
+
+
+def tree_html(trees: list[tuple[TreeView, list[int]]], index: int, tokenizer) -> str:
+    """The draft tree of round `index` (1-based; 0 or past the end means the last)."""
+    if not trees:
+        return render_tree(None, [], [])
+    index = len(trees) if not 1 <= index <= len(trees) else int(index)
+    tree, path = trees[index - 1]
+    texts = [tokenizer.decode([t]) for t in tree.tokens] if tokenizer is not None else [str(t) for t in tree.tokens]
+    title = f"Round {index} of {len(trees)}: {len(tree.tokens) - 1} drafted nodes, {len(path)} accepted (green path)"
+    return render_tree(tree, path, texts, title)
+
+
+# ---------------------------------------------------------------------------- layout
+
+
+def example_prompts(count: int = 6) -> list[str]:
+    with open(os.path.join(ROOT, "assets", "prompts", "code.jsonl"), encoding="utf-8") as f:
+        return [json.loads(line)["prompt"] for line in f if line.strip()][:count]
+
+
+def build_demo() -> gr.Blocks:
+    first = PRESET_LIST[0]
+    with gr.Blocks(title="EAGLE-3, live") as demo:
+        gr.Markdown("# EAGLE-3, live\nSpeculative decoding with an EAGLE-3 draft head next to plain decoding, "
+                    "on the same prompt, one after the other, each timed on its own compute.")
+        gr.HTML(legend_html())
+        history, trees = gr.State([]), gr.State([])
+        with gr.Row():
+            with gr.Column(scale=3):
+                with gr.Row():
+                    spec_chat = gr.Chatbot(label="EAGLE-3", elem_id="spec-pane", render_markdown=False, height=420,
+                                           feedback_options=None, buttons=["copy"])
+                    plain_chat = gr.Chatbot(label="Plain decoding", elem_id="plain-pane", render_markdown=False,
+                                            height=420, feedback_options=None, buttons=["copy"])
+                message = gr.Textbox(label="Prompt", lines=3, placeholder="def fibonacci(n):", elem_id="prompt")
+                with gr.Row():
+                    send = gr.Button("Generate", variant="primary", elem_id="send")
+                    stop = gr.Button("Stop", elem_id="stop")
+                    clear = gr.Button("Clear", elem_id="clear")
+                summary = gr.HTML("", elem_id="summary")
+                gr.Examples(example_prompts(), inputs=[message], label="Examples")
+            with gr.Column(scale=2):
+                rounds_plot = gr.LinePlot(x="round", y="tokens", color="series", title="Tokens per round (tau)",
+                                          color_map={"this round": "#93c5fd", "running tau": "#16a34a"},
+                                          height=200, elem_id="chart-tau")
+                speed_plot = gr.LinePlot(x="seconds", y="tokens/s", color="decoder", title="Tokens/s over compute time",
+                                         color_map={"EAGLE-3": "#16a34a", "plain": "#64748b"},
+                                         height=200, elem_id="chart-speed")
+                speedup_plot = gr.LinePlot(x="tokens", y="speedup", title="Running speedup (plain time / EAGLE-3 time)",
+                                           height=200, elem_id="chart-speedup")
+                accept_plot = gr.BarPlot(x="draft position", y="fraction", title="Rounds accepting at least i drafts",
+                                         y_lim=[0, 1], height=200, elem_id="chart-accept")
+        with gr.Accordion("Draft tree", open=True):
+            round_slider = gr.Slider(1, 2, value=1, step=1, label="Round (the last by default)", elem_id="round")
+            tree_view = gr.HTML(render_tree(None, [], []), elem_id="tree")
+        with gr.Accordion("Settings", open=True):
+            with gr.Row():
+                preset = gr.Dropdown([p.name for p in PRESET_LIST], value=first.name, label="Target + head",
+                                     elem_id="preset", scale=3)
+                greedy = gr.Button("Preset: greedy", size="sm")
+                creative = gr.Button("Preset: creative", size="sm")
+                show_rejected = gr.Checkbox(True, label="Show rejected drafts", elem_id="show-rejected")
+            with gr.Row():
+                depth = gr.Slider(1, 12, value=first.tree.depth, step=1, label="Draft depth k")
+                top_k = gr.Slider(1, 16, value=first.tree.top_k, step=1, label="Tree top_k (branching)")
+                total = gr.Slider(2, 128, value=first.tree.total_tokens, step=1, label="Total draft tokens (root included)")
+            with gr.Row():
+                temperature = gr.Slider(0, 2, value=0, step=0.05, label="Temperature (0 = greedy)")
+                top_p = gr.Slider(0.05, 1, value=1, step=0.05, label="Top-p")
+                max_new = gr.Slider(1, MAX_NEW_TOKENS, value=128, step=1, label="Max new tokens")
+            preset_note = gr.Markdown(first.note)
+
+        outputs = [message, spec_chat, plain_chat, history, rounds_plot, speed_plot, speedup_plot, accept_plot,
+                   tree_view, round_slider, summary, trees]
+        inputs = [message, spec_chat, plain_chat, history, preset, depth, top_k, total, temperature, top_p, max_new]
+        run_events = [send.click(respond, inputs, outputs, concurrency_id="device", api_name="generate"),
+                      message.submit(respond, inputs, outputs, concurrency_id="device", api_name=False)]
+        stop.click(None, None, None, cancels=run_events)
+        clear.click(lambda: ([], [], [], "", render_tree(None, [], []), []), None,
+                    [spec_chat, plain_chat, history, summary, tree_view, trees], cancels=run_events)
+        round_slider.release(lambda kept, i, name: tree_html(kept, i, MODELS.get(name)[1].tokenizer),
+                             [trees, round_slider, preset], tree_view)
+        greedy.click(lambda: (0.0, 1.0), None, [temperature, top_p])
+        creative.click(lambda: (0.8, 0.95), None, [temperature, top_p])
+        preset.change(preset_changed, preset, [depth, top_k, total, preset_note])
+        show_rejected.change(None, show_rejected, None,
+                             js="(show) => { document.body.classList.toggle('hide-rejected', !show); }")
+    demo.queue(max_size=32, default_concurrency_limit=1)
+    return demo
+
+
+def preset_changed(name: str):
+    preset = MODELS.presets[name]
+    try:
+        MODELS.get(name)
+    except gr.Error as error:
+        gr.Warning(str(error))
+    return preset.tree.depth, preset.tree.top_k, preset.tree.total_tokens, preset.note
+
+
+
+def read_css() -> str:
+    with open(os.path.join(ROOT, "assets", "style.css"), encoding="utf-8") as f:
+        return f.read()
+
+
+def main() -> None:
+    build_demo().launch(server_name=ARGS.host, server_port=ARGS.port, share=False, css=read_css(), theme=gr.themes.Soft())
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,148 @@
+"""The Gradio app: rendering, a streamed run over gradio_client, and a real browser."""
+
+import os
+import re
+import shutil
+import socket
+import time
+
+import pytest
+
+import app
+from eagle3.acceptance import TokenState
+from eagle3.events import Token, TreeView
+
+PROMPT = 'def is_even(n):\n    """Return True if n is even."""\n'
+
+
+# ---------------------------------------------------------------------------- rendering
+
+
+def test_token_html_escapes_and_marks_state():
+    span = app.token_html(Token(1, "a < b && c\n", TokenState.ACCEPTED), 3)
+    assert span == '<span class="tok accepted r1" title="round 3: accepted">a &lt; b &amp;&amp; c\n</span>'
+    assert 'class="tok rejected r0"' in app.token_html(Token(2, "x", TokenState.REJECTED), 4)
+    assert app.token_html(Token(3, "", TokenState.BONUS), 1) == ""  # a partial character waits for the next token
+    assert app.plain_html(Token(4, "<é>", TokenState.BONUS)) == '<span class="tok plain">&lt;é&gt;</span>'
+
+
+def test_multibyte_characters_split_across_tokens(tokenizer):
+    from eagle3.text import IncrementalDetokenizer
+
+    ids = tokenizer("x = '€😀'\n").input_ids
+    detokenizer = IncrementalDetokenizer(tokenizer, [])
+    tokens = [Token(i, detokenizer.push(i), TokenState.ACCEPTED) for i in ids]
+    rendered = "".join(app.token_html(t, 1) for t in tokens)
+    assert "€😀" in re.sub(r"<[^>]+>", "", rendered) and "\ufffd" not in rendered
+
+
+def test_tree_rendering_highlights_the_accepted_path():
+    tree = TreeView(tokens=[10, 11, 12, 13, 14], parents=[-1, 0, 0, 1, 3], depths=[0, 1, 1, 2, 3],
+                    scores=[0.0, -0.1, -2.0, -0.3, -0.9])
+    svg = app.render_tree(tree, [1, 3], ["root", "a", "<b>", "c\n", "d"], "Round 1")
+    assert svg.count('class="node accepted"') == 2 and svg.count('class="node root"') == 1
+    assert svg.count('class="edge accepted"') == 2 and svg.count('class="edge"') == 2
+    assert "&lt;b&gt;" in svg and "c↵" in svg
+    assert app.render_tree(None, [], []).startswith('<div class="tree-svg">')
+
+
+def test_chart_rows():
+    frame = app.acceptance_rows([0, 2, 3, 1], depth=3)
+    assert frame["fraction"].tolist() == [0.75, 0.5, 0.25]
+    spec, plain = app.RunView("EAGLE-3"), app.RunView("plain")
+    spec.times, plain.times = [(1, 0.1), (5, 0.2), (9, 0.3)], [(1, 0.1), (2, 0.2), (5, 0.5), (9, 0.9)]
+    assert app.speedup_rows(spec, plain).to_dict("records") == [
+        {"tokens": 1, "speedup": 1.0}, {"tokens": 2, "speedup": 1.0}, {"tokens": 5, "speedup": 2.5},
+        {"tokens": 9, "speedup": 3.0}]
+
+
+def test_respond_streams_and_checks_losslessness():
+    name = app.PRESET_LIST[0].name
+    updates = list(app.respond(PROMPT, [], [], [], name, 5, 2, 10, 0.0, 1.0, 48))
+    assert len(updates) >= 2
+    final = updates[-1]
+    _, spec_chat, plain_chat, history, rounds, speed, speedup, accept, tree, _, summary, trees = final
+    assert "lossless: identical to plain decoding" in summary and "done." in summary
+    assert 'class="tok accepted' in spec_chat[-1]["content"]
+    strip = lambda s: re.sub(r"<[^>]+>", "", re.sub(r'<span class="tok rejected[^>]*>.*?</span>', "", s))  # noqa: E731
+    assert strip(spec_chat[-1]["content"]) == strip(plain_chat[-1]["content"])
+    assert set(speed["decoder"]) == {"EAGLE-3", "plain"} and len(rounds) > 0 and len(speedup) > 0
+    assert "<svg" in tree and trees and history == [(PROMPT.strip(), history[0][1])]
+
+
+def test_bad_input_keeps_history():
+    name = app.PRESET_LIST[0].name
+    history = [("earlier", "answer")]
+    for message, args in (("", (5, 2, 10, 0.0, 1.0, 16)), ("x", (5, 2, 1, 0.0, 1.0, 16)),
+                          ("x", (5, 2, 10, -1.0, 1.0, 16)), ("x" * (app.MAX_PROMPT_CHARS + 1), (5, 2, 10, 0.0, 1.0, 16))):
+        updates = list(app.respond(message, [{"role": "user", "content": "earlier"}], [], history, name, *args))
+        assert len(updates) == 1 and updates[0][3] == history and updates[0][1][0]["content"] == "earlier"
+
+
+# ---------------------------------------------------------------------------- served app
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def served():
+    demo = app.build_demo()
+    port = free_port()
+    demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True, css=app.read_css())
+    yield demo, f"http://127.0.0.1:{port}/"
+    demo.close()
+
+
+def test_gradio_client_streams_and_cancels(served):
+    from gradio_client import Client
+
+    _, url = served
+    client = Client(url, verbose=False)
+    name = app.PRESET_LIST[0].name
+    job = client.submit(PROMPT, [], [], name, 5, 2, 10, 0.0, 1.0, 64, api_name="/generate")
+    updates = list(job)
+    assert len(updates) >= 2
+    final = job.outputs()[-1]
+    assert "lossless: identical to plain decoding" in final[-1]
+    assert final[1][-1]["content"] and final[2][-1]["content"]  # both panes (final[0] is the cleared prompt)
+
+    job = client.submit(PROMPT, [], [], name, 5, 2, 10, 0.0, 1.0, 1024, api_name="/generate")
+    deadline = time.time() + 60
+    while not job.outputs() and time.time() < deadline:
+        time.sleep(0.05)
+    assert job.cancel() or job.done()
+    again = client.submit("class Stack:\n", [], [], name, 5, 2, 10, 0.0, 1.0, 16, api_name="/generate")
+    assert "done." in again.result()[-1]
+
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed (.ci/run installs it)")
+def test_real_browser(served):
+    from playwright.sync_api import sync_playwright
+
+    _, url = served
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True,
+                                    args=["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                                          "--disable-background-networking"])
+        page = browser.new_page(viewport={"width": 1500, "height": 1500})
+        page.goto(url)
+        page.locator("#prompt textarea").fill(PROMPT)
+        page.locator("#send").click()
+        page.locator("#summary").get_by_text("done.").wait_for(timeout=120_000)
+        assert page.locator("#spec-pane .tok.accepted").count() > 0
+        assert page.locator("#plain-pane .tok.plain").count() > 0
+        assert "lossless: identical to plain decoding" in page.locator("#summary").inner_text()
+        for chart in ("#chart-tau", "#chart-speed", "#chart-speedup", "#chart-accept"):
+            assert page.locator(chart).count() == 1
+        assert page.locator("#chart-tau canvas, #chart-tau svg").count() > 0
+        assert page.locator("#tree svg .node.accepted").count() > 0
+        os.makedirs("runs", exist_ok=True)
+        page.screenshot(path="runs/screenshot.png", full_page=True)
+        browser.close()
