@@ -27,6 +27,7 @@ import torch
 import transformers
 
 from eagle3 import GenerationConfig, SamplingConfig, TokenState, TreeConfig, load_head, load_target
+from eagle3.adaptive import AdaptiveDepth
 from eagle3.decode import plain_decode, speculative_decode
 from eagle3.events import RoundEvent, Token, TreeView
 from eagle3.presets import EMBEDDED, PRESETS, Preset
@@ -183,7 +184,8 @@ class RunView:
         if speculative and event.index > 0:
             self.accepted.append(event.accepted_drafts)
             self.round_rows += [{"round": event.index, "tokens": event.accepted_drafts + 1, "series": "this round"},
-                                {"round": event.index, "tokens": round(event.tau, 3), "series": "running tau"}]
+                                {"round": event.index, "tokens": round(event.tau, 3), "series": "running tau"},
+                                {"round": event.index, "tokens": event.depth, "series": "draft depth"}]
             if len(event.tree.tokens) > 1:  # the last round of a run may have no room to draft
                 self.trees.append((event.tree, event.accepted_path))
 
@@ -257,7 +259,7 @@ def build_prompt(preset: Preset, tokenizer, message: str, history: list[tuple[st
 
 
 def respond(message, spec_chat, plain_chat, history, preset_name, depth, top_k, total_tokens, temperature, top_p,
-            max_new_tokens):
+            max_new_tokens, adaptive=False):
     """Run EAGLE-3, then plain decoding, on the same prompt; stream both panes and the charts."""
     message = (message or "").strip()
     spec_chat, plain_chat, history = list(spec_chat or []), list(plain_chat or []), list(history or [])
@@ -300,14 +302,15 @@ def respond(message, spec_chat, plain_chat, history, preset_name, depth, top_k, 
         speed = frame(spec.speed_rows + plain.speed_rows, {"seconds": "float64", "tokens/s": "float64", "decoder": "object"},
                       ("decoder", ("EAGLE-3", "plain")))
         rounds = frame(spec.round_rows, {"round": "float64", "tokens": "float64", "series": "object"},
-                       ("series", ("this round", "running tau")))
+                       ("series", ("this round", "running tau", "draft depth")))
         summary = summary_html(spec, plain, config.sampling.greedy) if spec.last else "EAGLE-3 decoding…"
         return ("" if final else gr.skip(), spec_chat, plain_chat, history, rounds, speed, speedup_rows(spec, plain),
                 acceptance_rows(spec.accepted, tree.depth), tree_update, slider, summary, spec.trees)
 
     try:
         for decoder, view, speculative in (
-            (lambda: speculative_decode(target, head, prompt, tree, config), spec, True),
+            (lambda: speculative_decode(target, head, prompt, tree, config,
+                                        AdaptiveDepth(1, max(tree.depth, 10)) if adaptive else None), spec, True),
             (lambda: plain_decode(target, prompt, config), plain, False),
         ):
             for event in decoder():
@@ -369,7 +372,8 @@ def build_demo() -> gr.Blocks:
                 gr.Examples(example_prompts(), inputs=[message], label="Examples")
             with gr.Column(scale=2):
                 rounds_plot = gr.LinePlot(x="round", y="tokens", color="series", title="Tokens per round (tau)",
-                                          color_map={"this round": "#93c5fd", "running tau": "#16a34a"},
+                                          color_map={"this round": "#93c5fd", "running tau": "#16a34a",
+                                                     "draft depth": "#f59e0b"},
                                           height=200, elem_id="chart-tau")
                 speed_plot = gr.LinePlot(x="seconds", y="tokens/s", color="decoder", title="Tokens/s over compute time",
                                          color_map={"EAGLE-3": "#16a34a", "plain": "#64748b"},
@@ -388,6 +392,8 @@ def build_demo() -> gr.Blocks:
                 greedy = gr.Button("Preset: greedy", size="sm")
                 creative = gr.Button("Preset: creative", size="sm")
                 show_rejected = gr.Checkbox(True, label="Show rejected drafts", elem_id="show-rejected")
+                adaptive = gr.Checkbox(False, label="Adaptive depth (the slider sets the starting budget)",
+                                       elem_id="adaptive")
             with gr.Row():
                 depth = gr.Slider(1, 12, value=first.tree.depth, step=1, label="Draft depth k")
                 top_k = gr.Slider(1, 16, value=first.tree.top_k, step=1, label="Tree top_k (branching)")
@@ -400,7 +406,8 @@ def build_demo() -> gr.Blocks:
 
         outputs = [message, spec_chat, plain_chat, history, rounds_plot, speed_plot, speedup_plot, accept_plot,
                    tree_view, round_slider, summary, trees]
-        inputs = [message, spec_chat, plain_chat, history, preset, depth, top_k, total, temperature, top_p, max_new]
+        inputs = [message, spec_chat, plain_chat, history, preset, depth, top_k, total, temperature, top_p, max_new,
+                  adaptive]
         run_events = [send.click(respond, inputs, outputs, concurrency_id="device", api_name="generate"),
                       message.submit(respond, inputs, outputs, concurrency_id="device", api_name=False)]
         stop.click(None, None, None, cancels=run_events)

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 import torch
 
 from eagle3.acceptance import SamplingConfig, TokenState, accept_greedy, accept_sampled, sample, target_probs
+from eagle3.adaptive import AdaptiveDepth
 from eagle3.events import RoundEvent, Token, TreeView
 from eagle3.head import Eagle3Head
 from eagle3.kv_cache import KVCache
@@ -101,7 +102,7 @@ class _Run:
         return sample(target_probs(logits[None], self.sampling)[0], self.generator)
 
     def emit(self, candidates, tree: DraftTree | None, path: list[int], draft_s: float, verify_s: float,
-             verify_end: float) -> RoundEvent:
+             verify_end: float, depth: int = 0) -> RoundEvent:
         """Turn a round's (token id, state) list into an event, applying the stopping rules."""
         tokens, stop = [], None
         for token_id, state in candidates:
@@ -128,7 +129,7 @@ class _Run:
             index=self.index, tokens=tokens, tree=view, accepted_path=path, draft_s=draft_s, verify_s=verify_s,
             bookkeeping_s=bookkeeping_s, new_tokens=len(self.output), rounds=self.rounds,
             tau=(self.accepted + self.rounds) / self.rounds if self.rounds else 0.0, elapsed_s=self.elapsed,
-            finished=stop is not None, stop_reason=stop, output_ids=self.output,
+            finished=stop is not None, stop_reason=stop, output_ids=self.output, depth=depth,
         )
         self.index += 1
         return event
@@ -141,16 +142,19 @@ def speculative_decode(
     prompt: str | Sequence[int],
     tree: TreeConfig | None = None,
     config: GenerationConfig | None = None,
+    adaptive: AdaptiveDepth | None = None,
 ) -> Iterator[RoundEvent]:
     """EAGLE-3 decoding, one event per round. Lossless: greedy output equals plain greedy
-    decoding, sampled output follows the target's (processed) distribution."""
+    decoding, sampled output follows the target's (processed) distribution. With `adaptive`,
+    each round's depth (and node budget, at most tree.total_tokens) comes from the policy."""
     tree, config = tree or TreeConfig(), config or GenerationConfig()
     tree.validate(head.config.draft_vocab_size)
     run = _Run(target, prompt, config)
     device, n = target.device, len(run.prompt_ids)
+    max_depth = max(tree.depth, adaptive.max_depth if adaptive else 0)
     # The draft cache also holds the tree's keys while drafting: top_k per level.
     cache = target.new_cache(n + run.budget + tree.total_tokens)
-    draft_cache = KVCache(1, n + run.budget + tree.top_k * tree.depth)
+    draft_cache = KVCache(1, n + run.budget + tree.top_k * max_depth)
 
     start = clock(device)
     prompt_ids = torch.tensor(run.prompt_ids, device=device)
@@ -165,9 +169,10 @@ def speculative_decode(
     while not event.finished:
         start = clock(device)
         root_t = next_tokens[-1:]
-        depth = min(tree.depth, run.remaining - 1)
+        round_tree = adaptive.tree(tree) if adaptive else tree
+        depth = min(round_tree.depth, run.remaining - 1)
         if depth > 0:
-            draft = draft_tree(head, draft_cache, features, next_tokens, root_t, tree, depth)
+            draft = draft_tree(head, draft_cache, features, next_tokens, root_t, round_tree, depth)
         else:  # one token left: a plain step, and the run ends with it
             draft = DraftTree.root_only(root_t)
         draft_end = clock(device)
@@ -192,7 +197,9 @@ def speculative_decode(
         if result.rejected:  # the draft's best guess where the walk stopped
             candidates.append((tokens[result.rejected[0]], TokenState.REJECTED))
         candidates.append((result.next_token, result.next_state))
-        event = run.emit(candidates, draft, result.path, draft_end - start, verify_end - draft_end, verify_end)
+        event = run.emit(candidates, draft, result.path, draft_end - start, verify_end - draft_end, verify_end, depth)
+        if adaptive:
+            adaptive.observe(depth, len(result.path), event.draft_s + event.verify_s + event.bookkeeping_s)
         yield event
 
 

@@ -39,6 +39,7 @@ class RoundEvent:
     rounds: int  # verification rounds so far (the prefill excluded)
     tau: float  # running mean of accepted drafts + 1 per verification round
     elapsed_s: float  # compute time so far, all rounds
+    depth: int = 0  # draft depth used this round (0: no drafting)
     finished: bool = False
     stop_reason: str | None = None  # "eos", "max_new_tokens" or "context"
     # The run's output ids so far: one list, shared by all of a run's events and growing.

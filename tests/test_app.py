@@ -103,19 +103,19 @@ def test_gradio_client_streams_and_cancels(served):
     _, url = served
     client = Client(url, verbose=False)
     name = app.PRESET_LIST[0].name
-    job = client.submit(PROMPT, [], [], name, 5, 2, 10, 0.0, 1.0, 64, api_name="/generate")
+    job = client.submit(PROMPT, [], [], name, 5, 2, 10, 0.0, 1.0, 64, True, api_name="/generate")
     updates = list(job)
     assert len(updates) >= 2
     final = job.outputs()[-1]
     assert "lossless: identical to plain decoding" in final[-1]
     assert final[1][-1]["content"] and final[2][-1]["content"]  # both panes (final[0] is the cleared prompt)
 
-    job = client.submit(PROMPT, [], [], name, 5, 2, 10, 0.0, 1.0, 1024, api_name="/generate")
+    job = client.submit(PROMPT, [], [], name, 5, 2, 10, 0.0, 1.0, 1024, False, api_name="/generate")
     deadline = time.time() + 60
     while not job.outputs() and time.time() < deadline:
         time.sleep(0.05)
     assert job.cancel() or job.done()
-    again = client.submit("class Stack:\n", [], [], name, 5, 2, 10, 0.0, 1.0, 16, api_name="/generate")
+    again = client.submit("class Stack:\n", [], [], name, 5, 2, 10, 0.0, 1.0, 16, False, api_name="/generate")
     assert "done." in again.result()[-1]
 
 

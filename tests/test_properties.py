@@ -1,0 +1,101 @@
+"""Property tests (hypothesis) on the acceptance and tree code."""
+
+import torch
+from hypothesis import given, settings, strategies as st
+
+from eagle3.acceptance import SamplingConfig, accept_greedy, accept_sampled, choose_among, target_probs
+from eagle3.tree import DraftTree
+
+
+@st.composite
+def trees(draw, vocab_size=6):
+    """A random tree whose siblings carry distinct tokens, nodes in parent-first order."""
+    n = draw(st.integers(1, 14))
+    parents, tokens, used = [-1], [draw(st.integers(0, vocab_size - 1))], {0: set()}
+    for node in range(1, n):
+        parent = draw(st.integers(0, node - 1))
+        free = [t for t in range(vocab_size) if t not in used[parent]]
+        if not free:
+            break
+        token = draw(st.sampled_from(free))
+        used[parent].add(token)
+        used[node] = set()
+        parents.append(parent)
+        tokens.append(token)
+    depths = [0] * len(parents)
+    for node in range(1, len(parents)):
+        depths[node] = depths[parents[node]] + 1
+    scores = [0.0] + [-float(draw(st.integers(0, 50))) / 10 for _ in parents[1:]]
+    return DraftTree.build(torch.tensor(tokens), torch.tensor(depths), parents, scores)
+
+
+def is_root_path(tree: DraftTree, path: list[int]) -> bool:
+    parent = 0
+    for node in path:
+        if tree.parents[node] != parent:
+            return False
+        parent = node
+    return True
+
+
+logits_arrays = st.lists(st.floats(-8, 8, allow_nan=False), min_size=6, max_size=6)
+
+
+@settings(max_examples=200, deadline=None)
+@given(tree=trees(), data=st.data())
+def test_greedy_acceptance_is_the_argmax_chain(tree, data):
+    logits = torch.tensor([data.draw(logits_arrays) for _ in range(len(tree))])
+    result = accept_greedy(tree, logits)
+    assert is_root_path(tree, result.path)
+    chain = [0] + result.path
+    for parent, child in zip(chain, chain[1:]):  # every accepted token is the argmax at its parent
+        assert tree.tokens[child] == logits[parent].argmax()
+    assert result.next_token == int(logits[chain[-1]].argmax())
+    stop = chain[-1]
+    assert all(tree.tokens[c] != result.next_token for c in tree.children[stop])  # nothing more was acceptable
+
+
+@settings(max_examples=200, deadline=None)
+@given(tree=trees(), data=st.data(), seed=st.integers(0, 2**31 - 1))
+def test_sampled_acceptance_returns_a_root_path(tree, data, seed):
+    logits = torch.tensor([data.draw(logits_arrays) for _ in range(len(tree))])
+    probs = target_probs(logits, SamplingConfig(temperature=1.0, top_p=0.9))
+    result = accept_sampled(tree, probs, torch.Generator().manual_seed(seed))
+    assert is_root_path(tree, result.path)
+    last = ([0] + result.path)[-1]
+    assert probs[last, result.next_token] > 0  # emitted tokens always have target probability
+    assert set(result.rejected) == set(tree.children[last]) or not tree.children[last]
+
+
+@settings(max_examples=200, deadline=None)
+@given(values=logits_arrays, temperature=st.floats(0.05, 3), top_p=st.floats(0.01, 1), top_k=st.integers(0, 6))
+def test_processed_probabilities_are_distributions(values, temperature, top_p, top_k):
+    probs = target_probs(torch.tensor([values]), SamplingConfig(temperature, top_p, top_k))
+    assert torch.isfinite(probs).all() and (probs >= 0).all()
+    assert abs(float(probs.sum()) - 1) < 1e-5
+    assert probs[0, torch.tensor(values).argmax()] > 0  # the most likely token always survives
+
+
+@settings(max_examples=100, deadline=None)
+@given(values=logits_arrays, data=st.data(), seed=st.integers(0, 2**31 - 1))
+def test_choose_among_emits_supported_tokens(values, data, seed):
+    probs = torch.softmax(torch.tensor(values), -1)
+    candidates = data.draw(st.lists(st.integers(0, 5), unique=True, max_size=6))
+    index, token = choose_among(probs, candidates, torch.Generator().manual_seed(seed))
+    assert probs[token] > 0
+    if index is not None:
+        assert candidates[index] == token
+    else:  # a residual draw never repeats a refused candidate
+        assert token not in candidates
+
+
+@settings(max_examples=100, deadline=None)
+@given(tree=trees())
+def test_tree_ancestry(tree):
+    for node in range(len(tree)):
+        chain, walk = {node}, node
+        while tree.parents[walk] >= 0:
+            walk = tree.parents[walk]
+            chain.add(walk)
+        assert set(torch.nonzero(tree.ancestors[node]).flatten().tolist()) == chain
+        assert all(tree.depths[c] == tree.depths[node] + 1 for c in tree.children[node])
