@@ -66,7 +66,7 @@ def encode_prompt(target: Target, prompt: str | Sequence[int]) -> list[int]:
     return ids
 
 
-class _Run:
+class Run:
     """What plain and speculative decoding share: budget, stopping, text, statistics."""
 
     def __init__(self, target: Target, prompt: str | Sequence[int], config: GenerationConfig):
@@ -149,7 +149,7 @@ def speculative_decode(
     each round's depth (and node budget, at most tree.total_tokens) comes from the policy."""
     tree, config = tree or TreeConfig(), config or GenerationConfig()
     tree.validate(head.config.draft_vocab_size)
-    run = _Run(target, prompt, config)
+    run = Run(target, prompt, config)
     device, n = target.device, len(run.prompt_ids)
     max_depth = max(tree.depth, adaptive.max_depth if adaptive else 0)
     # The draft cache also holds the tree's keys while drafting: top_k per level.
@@ -159,12 +159,12 @@ def speculative_decode(
     start = clock(device)
     prompt_ids = torch.tensor(run.prompt_ids, device=device)
     out = target.forward(prompt_ids[None], torch.arange(n, device=device)[None], cache, logits_to_keep=1, capture=True)
-    root = run.pick(out.logits[-1])
+    root = run.pick(out.logits[0, -1])
     verify_end = clock(device)
     event = run.emit([(root, TokenState.BONUS)], None, [], 0.0, verify_end - start, verify_end)
     yield event
     # Draft pairs not yet consumed: the target feature at each position and the token after it.
-    features, next_tokens = out.features, torch.cat([prompt_ids[1:], prompt_ids.new_tensor([root])])
+    features, next_tokens = out.features[0], torch.cat([prompt_ids[1:], prompt_ids.new_tensor([root])])
 
     while not event.finished:
         start = clock(device)
@@ -172,7 +172,7 @@ def speculative_decode(
         round_tree = adaptive.tree(tree) if adaptive else tree
         depth = min(round_tree.depth, run.remaining - 1)
         if depth > 0:
-            draft = draft_tree(head, draft_cache, features, next_tokens, root_t, round_tree, depth)
+            draft = draft_tree(head, draft_cache, features, next_tokens, round_tree, depth)
         else:  # one token left: a plain step, and the run ends with it
             draft = DraftTree.root_only(root_t)
         draft_end = clock(device)
@@ -184,12 +184,12 @@ def speculative_decode(
         verify_end = clock(device)
 
         if run.sampling.greedy:
-            result = accept_greedy(draft, out.logits)
+            result = accept_greedy(draft, out.logits[0])
         else:
-            result = accept_sampled(draft, target_probs(out.logits, run.sampling), run.generator)
+            result = accept_sampled(draft, target_probs(out.logits[0], run.sampling), run.generator)
         kept = torch.tensor([0] + result.path, device=device)
         cache.keep(prefix, kept)
-        features = out.features[kept]
+        features = out.features[0, kept]
         next_tokens = torch.cat([draft.tokens[kept[1:]], kept.new_tensor([result.next_token])])
 
         tokens = draft.tokens.tolist()
@@ -211,7 +211,7 @@ def plain_decode(
 ) -> Iterator[RoundEvent]:
     """The baseline: one target forward per token, same stopping rules and events."""
     config = config or GenerationConfig()
-    run = _Run(target, prompt, config)
+    run = Run(target, prompt, config)
     device, n = target.device, len(run.prompt_ids)
     cache = target.new_cache(n + run.budget)
     input_ids = torch.tensor(run.prompt_ids, device=device)[None]
@@ -219,7 +219,7 @@ def plain_decode(
     while True:
         start = clock(device)
         out = target.forward(input_ids, positions, cache, logits_to_keep=1)
-        token = run.pick(out.logits[-1])
+        token = run.pick(out.logits[0, -1])
         verify_end = clock(device)
         event = run.emit([(token, TokenState.BONUS)], None, [], 0.0, verify_end - start, verify_end)
         yield event

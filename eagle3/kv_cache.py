@@ -73,6 +73,25 @@ class PreallocatedLayer(DynamicLayer):
         self._set_length(start + n)
 
 
+    @torch.inference_mode()
+    def keep_rows(self, starts: list[int], source: int, offsets: list[torch.Tensor]) -> None:
+        """Per row b: keep positions source + offsets[b], packed right after starts[b]."""
+        if not self.is_initialized:
+            return
+        for row, (start, index) in enumerate(zip(starts, offsets)):
+            index = index + source
+            n = index.numel()
+            self._keys[row, :, start : start + n] = self._keys[row, :, index]
+            self._values[row, :, start : start + n] = self._values[row, :, index]
+
+    @torch.inference_mode()
+    def select_rows(self, rows: torch.Tensor) -> None:
+        """Keep only these batch rows (e.g. drop finished sequences)."""
+        if self.is_initialized:
+            self._keys, self._values = self._keys[rows], self._values[rows]
+            self._set_length(self.length)
+
+
 class KVCache(Cache):
     """A transformers Cache of `num_layers` preallocated layers holding up to `capacity` positions."""
 
@@ -92,3 +111,14 @@ class KVCache(Cache):
         """After a tree verification: keep the tree positions start + offsets, packed after start."""
         for layer in self.layers:
             layer.keep(start, offsets)
+
+    def keep_rows(self, starts: list[int], source: int, offsets: list[torch.Tensor]) -> None:
+        """Ragged rows: row b keeps source + offsets[b] right after its own starts[b]; the
+        shared length becomes the longest row's, shorter rows' tails being stale (masked)."""
+        for layer in self.layers:
+            layer.keep_rows(starts, source, offsets)
+        self.truncate(max(start + index.numel() for start, index in zip(starts, offsets)))
+
+    def select_rows(self, rows: torch.Tensor) -> None:
+        for layer in self.layers:
+            layer.select_rows(rows)

@@ -6,9 +6,10 @@ import torch
 
 
 def additive_mask(allowed: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
-    """[q, kv] bool -> [1, 1, q, kv] additive mask in dtype."""
+    """[q, kv] or [B, q, kv] bool -> [1 or B, 1, q, kv] additive mask in dtype."""
     mask = torch.zeros(allowed.shape, dtype=dtype, device=allowed.device)
-    return mask.masked_fill_(~allowed, torch.finfo(dtype).min)[None, None]
+    mask.masked_fill_(~allowed, torch.finfo(dtype).min)
+    return mask[None, None] if allowed.dim() == 2 else mask[:, None]
 
 
 def causal_mask(past: int, n: int, dtype: torch.dtype, device) -> torch.Tensor:
@@ -21,7 +22,7 @@ def tree_allowed(prefix_len: int, ancestors: torch.Tensor) -> torch.Tensor:
     return torch.cat([ancestors.new_ones(ancestors.shape[0], prefix_len), ancestors], dim=1)
 
 
-def in_window(prefix_len: int, positions: torch.Tensor, window: int) -> torch.Tensor:
-    """[n, prefix_len + n] bool: the key lies within the last `window` positions of the query."""
-    key_positions = torch.cat([torch.arange(prefix_len, device=positions.device), positions])
-    return key_positions[None, :] > positions[:, None] - window
+def in_window(query_positions: torch.Tensor, key_positions: torch.Tensor, window: int) -> torch.Tensor:
+    """[B, q] and [B, kv] positions -> [B, q, kv] bool: the key lies within the last
+    `window` positions of the query."""
+    return key_positions[:, None, :] > query_positions[:, :, None] - window

@@ -77,8 +77,8 @@ def draft_dtype(dtype: str | torch.dtype | None, target_dtype: torch.dtype, devi
 class TargetOutput:
     """Result of one target forward over n new positions."""
 
-    logits: torch.Tensor  # [n_kept, vocab] float32, n_kept = n or the last logits_to_keep
-    features: torch.Tensor | None  # [n, 3 * hidden] fused low/mid/high states, when captured
+    logits: torch.Tensor  # [B, n_kept, vocab] float32, n_kept = n or the last logits_to_keep
+    features: torch.Tensor | None  # [B, n, 3 * hidden] fused low/mid/high states, when captured
 
 
 class Target:
@@ -155,10 +155,10 @@ class Target:
         logits_to_keep: int = 0,
         capture: bool = False,
     ) -> TargetOutput:
-        """Run input_ids [1, n] at position_ids [1, n] on top of the cache.
+        """Run input_ids [B, n] at position_ids [B, n] on top of the cache.
 
-        attention_mask: None for a causal step, else a 4D additive mask [1, 1, n, cache + n]
-        (or a dict of them by layer type) for tree verification. logits_to_keep: 0 keeps all.
+        attention_mask: None for a causal step, else a 4D additive mask [B, 1, n, cache + n]
+        (or a dict of them by layer type), e.g. for tree verification. logits_to_keep: 0 keeps all.
         """
         with self._capturing(capture) as captured:
             out = self.model(
@@ -169,8 +169,8 @@ class Target:
                 use_cache=True,
                 logits_to_keep=logits_to_keep,
             )
-            features = torch.cat(captured, dim=-1)[0] if capture else None
-        return TargetOutput(logits=out.logits[0].float(), features=features)
+            features = torch.cat(captured, dim=-1) if capture else None
+        return TargetOutput(logits=out.logits.float(), features=features)
 
     @torch.no_grad()
     def training_states(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None):
@@ -184,23 +184,25 @@ class Target:
     def logits_from_hidden(self, hidden: torch.Tensor) -> torch.Tensor:
         return self.model.lm_head(hidden)
 
-    def tree_mask(self, prefix_len: int, positions: torch.Tensor, ancestors: torch.Tensor):
-        """Additive attention mask for verifying a tree on top of a prefix_len-long cache.
-
-        positions: [n] position ids of the tree nodes; ancestors: [n, n] bool (see DraftTree).
-        Returns [1, 1, n, prefix_len + n] in the model dtype, or a dict by layer type for
-        targets that mix sliding-window and full layers.
-        """
-        allowed = tree_allowed(prefix_len, ancestors)
+    def attention_mask(self, allowed: torch.Tensor, query_positions: torch.Tensor, key_positions: torch.Tensor):
+        """Additive mask [B, 1, q, kv] in the model dtype from allowed [B, q, kv], restricted
+        to the attention window where this target has one (a dict by layer type for targets
+        that mix sliding-window and full layers). Positions: [B, q] and [B, kv]."""
         window = getattr(self.config, "sliding_window", None)
         if window is None:
             return additive_mask(allowed, self.dtype)
-        sliding = additive_mask(allowed & in_window(prefix_len, positions, window), self.dtype)
+        sliding = additive_mask(allowed & in_window(query_positions, key_positions, window), self.dtype)
         if self.config.model_type == "mistral":
             return sliding
         if "sliding_attention" in (getattr(self.config, "layer_types", None) or ()):
             return {"full_attention": additive_mask(allowed, self.dtype), "sliding_attention": sliding}
         return additive_mask(allowed, self.dtype)
+
+    def tree_mask(self, prefix_len: int, positions: torch.Tensor, ancestors: torch.Tensor):
+        """The mask for verifying one tree (positions [n], ancestors [n, n], see DraftTree)
+        on top of a prefix_len-long cache: [1, 1, n, prefix_len + n] or a dict of them."""
+        key_positions = torch.cat([torch.arange(prefix_len, device=positions.device), positions])
+        return self.attention_mask(tree_allowed(prefix_len, ancestors)[None], positions[None], key_positions[None])
 
 
 def _eos_token_ids(model: PreTrainedModel, tokenizer) -> frozenset[int]:

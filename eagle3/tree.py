@@ -68,79 +68,112 @@ class DraftTree:
         return len(self.parents)
 
 
-@torch.inference_mode()
 def draft_tree(
     head: Eagle3Head,
     cache: KVCache,
     features: torch.Tensor,
     next_tokens: torch.Tensor,
-    root: torch.Tensor,
     config: TreeConfig,
     depth: int | None = None,
 ) -> DraftTree:
-    """Consume new pairs and draft a tree under `root`.
+    """One sequence: consume m new pairs and draft a tree under `root`.
 
     features [m, 3H]: target features of the last m accepted positions, which are the
     draft positions cache.length .. cache.length + m - 1; next_tokens [m]: the token after
     each of them (the last one is the root). The pairs stay in the draft cache; the tree's
     own keys are dropped before returning. depth overrides config.depth (budget caps).
     """
+    return draft_trees(head, cache, [cache.length], [features], [next_tokens], config, depth)[0]
+
+
+@torch.inference_mode()
+def draft_trees(
+    head: Eagle3Head,
+    cache: KVCache,
+    lengths: list[int],
+    features: list[torch.Tensor],
+    next_tokens: list[torch.Tensor],
+    config: TreeConfig,
+    depth: int | None = None,
+) -> list[DraftTree]:
+    """A batch of sequences in one ragged draft cache, one tree per row.
+
+    Row b's valid draft keys are [0, lengths[b]); its m_b new pairs (features[b] [m_b, 3H],
+    next_tokens[b] [m_b], the last being the row's root) are packed after them, and
+    lengths[b] grows by m_b in place. All rows draft the same depth in the same forwards.
+    """
     depth = config.depth if depth is None else depth
-    top_k, device, dtype = config.top_k, features.device, head.fc.weight.dtype
-    layer = cache.layers[0]
+    top_k, dtype = config.top_k, head.fc.weight.dtype
+    layer, batch, device = cache.layers[0], len(lengths), features[0].device
+    counts = [f.shape[0] for f in features]
+    width = max(counts)
+    lengths_t = torch.tensor(lengths, device=device)
 
-    past, m = cache.length, features.shape[0]
-    positions = torch.arange(past, past + m, device=device)[None]
-    hidden = head(head.project(features)[None], next_tokens[None], positions, causal_mask(past, m, dtype, device), layer)
-    stable = cache.length
-    last = hidden[:, -1:]  # [1, 1, H]
+    # Step 0: the new pairs, right-padded to the longest row, written after the shared length.
+    written = cache.length
+    hidden_in = torch.zeros(batch, width, features[0].shape[-1], dtype=features[0].dtype, device=device)
+    tokens = torch.zeros(batch, width, dtype=torch.long, device=device)
+    for row, (f, t) in enumerate(zip(features, next_tokens)):
+        hidden_in[row, : counts[row]], tokens[row, : counts[row]] = f, t
+    steps = torch.arange(width, device=device)
+    positions = lengths_t[:, None] + steps
+    keys = torch.arange(written + width, device=device)
+    allowed = (keys[None, None, :] < lengths_t[:, None, None]) | (  # the row's own valid prefix,
+        (keys[None, None, :] >= written) & (keys[None, None, :] - written <= steps[None, :, None]))  # then causal
+    hidden = head(head.project(hidden_in), tokens, positions, additive_mask(allowed, dtype), layer)
+    cache.keep_rows(lengths, written, [torch.arange(m, device=device) for m in counts])
+    for row, m in enumerate(counts):
+        lengths[row] += m
+    stable, lengths_t = cache.length, torch.tensor(lengths, device=device)
+    last = hidden[torch.arange(batch, device=device), torch.tensor(counts, device=device) - 1][:, None]  # [B, 1, H]
 
-    logp = torch.log_softmax(head.logits(last[0, 0]).float(), dim=-1)
-    scores, draft_ids = logp.topk(top_k)  # level 1: [k]
+    logp = torch.log_softmax(head.logits(last[:, 0]).float(), dim=-1)
+    scores, draft_ids = logp.topk(top_k, dim=-1)  # level 1: [B, k]
     cand_tokens, cand_scores = [head.to_target_ids(draft_ids)], [scores]
-    cand_parents = [torch.full((top_k,), -1, device=device)]
-    frontier = torch.arange(top_k, device=device)  # candidate index of each frontier node
-    frontier_hidden = last.expand(1, top_k, -1)
-    frontier_tokens = cand_tokens[0]
-    visible = torch.zeros(top_k, 0, dtype=torch.bool, device=device)  # frontier -> tree keys in cache
-    eye = torch.eye(top_k, dtype=torch.bool, device=device)
+    cand_parents = [torch.full((batch, top_k), -1, device=device)]
+    frontier = torch.arange(top_k, device=device).expand(batch, top_k)  # candidate index of each frontier node
+    frontier_hidden, frontier_tokens = last.expand(batch, top_k, -1), cand_tokens[0]
+    visible = torch.zeros(batch, top_k, 0, dtype=torch.bool, device=device)  # frontier -> tree keys in cache
+    eye = torch.eye(top_k, dtype=torch.bool, device=device).expand(batch, top_k, top_k)
     n_candidates = top_k
+    prefix = torch.arange(stable, device=device)[None, None, :] < lengths_t[:, None, None]
 
     for level in range(1, depth):
-        allowed = tree_allowed(stable, torch.cat([visible, eye], dim=1))
-        positions = torch.full((1, top_k), stable + level - 1, device=device)
-        out = head(frontier_hidden, frontier_tokens[None], positions, additive_mask(allowed, dtype), layer)
-        logp = torch.log_softmax(head.logits(out[0]).float(), dim=-1)
-        child_logp, child_ids = logp.topk(top_k, dim=-1)  # [k, k]
-        child_scores = (scores[:, None] + child_logp).flatten()
-        cand_tokens.append(head.to_target_ids(child_ids.flatten()))
+        allowed = torch.cat([prefix.expand(batch, top_k, stable), visible, eye], dim=2)
+        positions = (lengths_t + level - 1)[:, None].expand(batch, top_k)
+        out = head(frontier_hidden, frontier_tokens, positions, additive_mask(allowed, dtype), layer)
+        logp = torch.log_softmax(head.logits(out).float(), dim=-1)
+        child_logp, child_ids = logp.topk(top_k, dim=-1)  # [B, k, k]
+        child_scores = (scores[:, :, None] + child_logp).flatten(1)
+        cand_tokens.append(head.to_target_ids(child_ids.flatten(1)))
         cand_scores.append(child_scores)
-        cand_parents.append(frontier.repeat_interleave(top_k))
-        scores, best = child_scores.topk(top_k)
+        cand_parents.append(frontier.repeat_interleave(top_k, dim=1))
+        scores, best = child_scores.topk(top_k, dim=-1)
         rows = best // top_k
         frontier = n_candidates + best
-        frontier_hidden = out[:, rows]
-        frontier_tokens = cand_tokens[-1][best]
-        visible = torch.cat([visible[rows], eye[rows]], dim=1)
+        frontier_hidden = out.gather(1, rows[:, :, None].expand(-1, -1, out.shape[-1]))
+        frontier_tokens = cand_tokens[-1].gather(1, best)
+        visible = torch.cat([visible.gather(1, rows[:, :, None].expand(-1, -1, visible.shape[-1])),
+                             eye.gather(1, rows[:, :, None].expand(-1, -1, top_k))], dim=2)
         n_candidates += top_k * top_k
     cache.truncate(stable)
 
-    tokens, all_scores, parents = torch.cat(cand_tokens), torch.cat(cand_scores), torch.cat(cand_parents)
+    all_tokens, all_scores, parents = torch.cat(cand_tokens, 1), torch.cat(cand_scores, 1), torch.cat(cand_parents, 1)
     n_keep = min(config.total_tokens - 1, n_candidates)
     # Stable sort: a child never scores above its parent and comes later, so every kept
     # node's parent is kept too, ties included.
-    kept = all_scores.sort(descending=True, stable=True).indices[:n_keep].sort().values
-    new_index = torch.zeros(n_candidates + 1, dtype=torch.long, device=device)  # slot n_candidates: root
-    new_index[kept] = torch.arange(1, n_keep + 1, device=device)
-    kept_parents = parents[kept]
-    kept_parents = torch.where(kept_parents < 0, n_candidates, kept_parents)
-    parent_list = [-1] + new_index[kept_parents].tolist()
-    depths = [0] * (n_keep + 1)
-    for node in range(1, n_keep + 1):
-        depths[node] = depths[parent_list[node]] + 1
-    return DraftTree.build(
-        torch.cat([root.view(1), tokens[kept]]),
-        torch.tensor(depths, device=device),
-        parent_list,
-        [0.0] + all_scores[kept].tolist(),
-    )
+    kept = all_scores.sort(dim=1, descending=True, stable=True).indices[:, :n_keep].sort(dim=1).values
+    new_index = torch.zeros(batch, n_candidates + 1, dtype=torch.long, device=device)  # slot n_candidates: root
+    new_index.scatter_(1, kept, torch.arange(1, n_keep + 1, device=device).expand(batch, n_keep))
+    kept_parents = parents.gather(1, kept)
+    kept_parents = new_index.gather(1, torch.where(kept_parents < 0, n_candidates, kept_parents)).tolist()
+    kept_tokens, kept_scores = all_tokens.gather(1, kept), all_scores.gather(1, kept).tolist()
+    trees = []
+    for row in range(batch):
+        parent_list = [-1] + kept_parents[row]
+        depths = [0] * (n_keep + 1)
+        for node in range(1, n_keep + 1):
+            depths[node] = depths[parent_list[node]] + 1
+        trees.append(DraftTree.build(torch.cat([next_tokens[row][-1:], kept_tokens[row]]),
+                                     torch.tensor(depths, device=device), parent_list, [0.0] + kept_scores[row]))
+    return trees

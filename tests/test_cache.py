@@ -29,28 +29,28 @@ def test_compacted_cache_gives_fresh_prefill_logits():
         prompt = torch.tensor([5, 9, 2, 7, 1, 3])
         cache, draft_cache = target.new_cache(64), KVCache(1, 64)
         out = target.forward(prompt[None], torch.arange(6)[None], cache, capture=True)
-        root = out.logits[-1].argmax().view(1)
-        features, next_tokens, sequence = out.features, torch.cat([prompt[1:], root]), prompt.tolist() + root.tolist()
+        root = out.logits[0, -1].argmax().view(1)
+        features, next_tokens, sequence = out.features[0], torch.cat([prompt[1:], root]), prompt.tolist() + root.tolist()
         accepted_any = False
         for _ in range(6):
-            tree = draft_tree(head, draft_cache, features, next_tokens, next_tokens[-1:], TreeConfig(4, 4, 16))
+            tree = draft_tree(head, draft_cache, features, next_tokens, TreeConfig(4, 4, 16))
             assert draft_cache.length == cache.length  # the draft keeps one entry per target position
             prefix = cache.length
             positions = prefix + tree.depths
             out = target.forward(tree.tokens[None], positions[None], cache, target.tree_mask(prefix, positions, tree.ancestors), capture=True)
-            result = accept_greedy(tree, out.logits)
+            result = accept_greedy(tree, out.logits[0])
             kept = torch.tensor([0] + result.path)
             cache.keep(prefix, kept)
             accepted_any |= bool(result.path)
-            features, next_tokens = out.features[kept], torch.cat([tree.tokens[kept[1:]], torch.tensor([result.next_token])])
+            features, next_tokens = out.features[0, kept], torch.cat([tree.tokens[kept[1:]], torch.tensor([result.next_token])])
             sequence += tree.tokens[kept[1:]].tolist() + [result.next_token]
 
             assert cache.length == len(sequence) - 1
             step = target.forward(torch.tensor([[sequence[-1]]]), torch.tensor([[cache.length]]), cache, capture=True)
             with torch.no_grad():
                 fresh = target.model(torch.tensor([sequence]), output_hidden_states=True)
-            assert torch.allclose(step.logits[-1], fresh.logits[0, -1].float(), atol=1e-4)
+            assert torch.allclose(step.logits[0, -1], fresh.logits[0, -1].float(), atol=1e-4)
             fresh_features = torch.cat([fresh.hidden_states[i][0, -1] for i in target.aux_layer_ids])
-            assert torch.allclose(step.features[-1], fresh_features, atol=1e-4)
+            assert torch.allclose(step.features[0, -1], fresh_features, atol=1e-4)
             cache.truncate(cache.length - 1)  # undo the check's step
         assert accepted_any

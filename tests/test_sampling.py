@@ -53,12 +53,12 @@ def test_acceptance_step_matches_exact_formula(probs, candidates):
         assert ((observed - exact).abs() <= 4.5 * sigma + 1e-9).all(), (observed, exact)
 
 
-def exact_joint(target, sampling: SamplingConfig, length: int = 3) -> torch.Tensor:
+def exact_joint(target, sampling: SamplingConfig, length: int = 3, prompt=PROMPT) -> torch.Tensor:
     """P(first `length` generated tokens) from the target, by enumeration: [VOCAB ** length]."""
     joint = torch.ones(1)
     for step in range(length):
         prefixes = [list(s) for s in itertools.product(range(VOCAB), repeat=step)]
-        ids = torch.tensor([PROMPT + s for s in prefixes])
+        ids = torch.tensor([prompt + s for s in prefixes])
         with torch.no_grad():
             logits = target.model(ids).logits[:, -1]
         p = target_probs(logits, sampling)  # [VOCAB ** step, VOCAB]

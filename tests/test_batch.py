@@ -1,0 +1,55 @@
+"""Batch speculative decoding: lossless per row, ragged rows, rows finishing apart."""
+
+import pytest
+import torch
+
+from eagle3 import GenerationConfig, SamplingConfig, TreeConfig
+from eagle3.batch import generate_batch
+from tests.models import make_head, make_target
+from tests.test_greedy import random_prompts, reference
+from tests.test_sampling import PROMPT, VOCAB, chi_square_pvalue, exact_joint
+
+
+@pytest.mark.parametrize("family", ["llama", "qwen3"])
+def test_greedy_batch_equals_each_prompt_alone(family):
+    target = make_target(family, vocab_size=32, logit_scale=4.0)
+    head = make_head(target, draft_vocab_size=24)
+    prompts = random_prompts(7, target.vocab_size, seed=11)
+    expected = [reference(target, p, 30) for p in prompts]
+    for size in (1, 3, 7):
+        for tree in (TreeConfig(4, 3, 12), TreeConfig(1, 1, 2)):
+            results = generate_batch(target, head, prompts[:size], tree, GenerationConfig(30))
+            assert [r.output_ids for r in results] == expected[:size]
+    plain = generate_batch(target, None, prompts, config=GenerationConfig(30))
+    assert [r.output_ids for r in plain] == expected
+    fallback = generate_batch(target, head, prompts, TreeConfig(4, 3, 12), GenerationConfig(30), max_speculative_batch=4)
+    assert [r.output_ids for r in fallback] == expected and all(r.tau == 1.0 for r in fallback)
+
+
+def test_rows_finish_at_different_times():
+    target = make_target("llama", vocab_size=32, logit_scale=4.0, max_position_embeddings=40)
+    head = make_head(target, draft_vocab_size=24)
+    prompts = random_prompts(4, target.vocab_size, seed=12)
+    eos = reference(target, prompts[0], 12)[5]
+    target.model.generation_config.eos_token_id = eos
+    target.eos_token_ids = frozenset([eos])
+    prompts[3] = (prompts[3] * 40)[:36]  # this row reaches the 40-token context first
+    results = generate_batch(target, head, prompts, TreeConfig(5, 3, 12), GenerationConfig(20))
+    for prompt, result in zip(prompts, results):
+        assert result.output_ids == reference(target, prompt, min(20, 40 - len(prompt)))
+    assert {r.stop_reason for r in results} >= {"eos", "context"}
+
+
+def test_sampled_batch_rows_follow_the_target():
+    target = make_target("llama", vocab_size=VOCAB, logit_scale=6.0, seed=5)
+    head = make_head(target, draft_vocab_size=6, seed=6)
+    sampling = SamplingConfig(temperature=1.0)
+    other = [5, 2, 7, 7, 1]
+    counts = [torch.zeros(VOCAB ** 3), torch.zeros(VOCAB ** 3)]
+    for seed in range(1500):
+        results = generate_batch(target, head, [PROMPT, other], TreeConfig(2, 3, 8), GenerationConfig(3, sampling, seed=seed))
+        for row, result in enumerate(results):
+            a, b, c = result.output_ids
+            counts[row][a * VOCAB * VOCAB + b * VOCAB + c] += 1
+    assert chi_square_pvalue(counts[0], exact_joint(target, sampling)) > 1e-3
+    assert chi_square_pvalue(counts[1], exact_joint(target, sampling, prompt=other)) > 1e-3
