@@ -17,6 +17,12 @@ from dataclasses import dataclass, field
 from eagle3.tree import TreeConfig
 
 
+def scaled_tree(base: TreeConfig, depth: int) -> TreeConfig:
+    """`base` at another depth, its node budget scaled in proportion (capped at the base's)."""
+    per_level = max(1, (base.total_tokens - 1) // max(1, base.depth))
+    return TreeConfig(depth, base.top_k, max(2, min(base.total_tokens, 1 + per_level * depth)))
+
+
 @dataclass
 class AdaptiveDepth:
     min_depth: int = 1
@@ -38,8 +44,7 @@ class AdaptiveDepth:
 
     def tree(self, base: TreeConfig) -> TreeConfig:
         """This round's tree: the chosen depth, with the node budget scaled to it."""
-        per_level = max(1, (base.total_tokens - 1) // max(1, base.depth))
-        return TreeConfig(self.depth, base.top_k, max(2, min(base.total_tokens, 1 + per_level * self.depth)))
+        return scaled_tree(base, self.depth)
 
     def observe(self, depth: int, accepted: int, seconds: float) -> None:
         """Record a round that drafted `depth` levels, accepted `accepted` and took `seconds`."""

@@ -19,6 +19,8 @@ import torch
 from tqdm import tqdm
 
 from eagle3.acceptance import SamplingConfig
+from eagle3.adaptive import AdaptiveDepth, scaled_tree
+from eagle3.batch import generate_batch
 from eagle3.checkpoint import EMBEDDED_HEAD, EMBEDDED_TARGET, load_head
 from eagle3.data import read_jsonl
 from eagle3.decode import GenerationConfig, GenerationResult, clock, collect, encode_prompt, plain_decode, speculative_decode
@@ -58,8 +60,11 @@ def timed(device, fn):
 
 
 def run(target: Target, head, prompts: list[str], tree: TreeConfig, config: GenerationConfig,
-        lookup_tokens: int = 10, with_prompt_lookup: bool = True, warmup: int = 1, progress: bool = True) -> dict:
-    """Benchmark every prompt; returns the JSON report (see the README for its fields)."""
+        lookup_tokens: int = 10, with_prompt_lookup: bool = True, warmup: int = 1, progress: bool = True,
+        adaptive: tuple[int, int] | None = None) -> dict:
+    """Benchmark every prompt; returns the JSON report (see the README for its fields).
+    adaptive: (min, max) depth bounds to let the adaptive policy choose each round's depth."""
+    policy = (lambda: AdaptiveDepth(*adaptive)) if adaptive else (lambda: None)  # noqa: E731
     device = target.device
     encoded = [encode_prompt(target, p) for p in prompts]
     warm = GenerationConfig(16, config.sampling, config.seed)
@@ -74,7 +79,7 @@ def run(target: Target, head, prompts: list[str], tree: TreeConfig, config: Gene
     totals = {"plain": [0, 0.0], "eagle3": [0, 0.0], "hf_generate": [0, 0.0], "lookup": [0, 0.0]}
     for prompt, prompt_ids in tqdm(list(zip(prompts, encoded)), desc="bench", disable=not progress, dynamic_ncols=True):
         plain, plain_s = timed(device, lambda: collect(plain_decode(target, prompt_ids, config)))
-        spec, spec_s = timed(device, lambda: collect(speculative_decode(target, head, prompt_ids, tree, config)))
+        spec, spec_s = timed(device, lambda: collect(speculative_decode(target, head, prompt_ids, tree, config, policy())))
         totals["plain"][0] += len(plain.output_ids)
         totals["plain"][1] += plain_s
         totals["eagle3"][0] += len(spec.output_ids)
@@ -94,6 +99,64 @@ def run(target: Target, head, prompts: list[str], tree: TreeConfig, config: Gene
         results.append(spec)
     return {"summary": summarise(totals, results, rows, tree, config), "prompts": rows,
             "settings": settings(target, head, tree, config, lookup_tokens)}
+
+
+def sweep(target: Target, head, prompts: list[str], tree: TreeConfig, config: GenerationConfig, depths: list[int],
+          adaptive: bool, progress: bool = True) -> dict:
+    """Speedup of each fixed depth (node budget scaled with it) and of the adaptive policy,
+    all timed per prompt right after one plain run of the same prompt."""
+    variants = {f"depth={d}": (scaled_tree(tree, d), None) for d in depths}
+    if adaptive:
+        variants["adaptive"] = (tree, lambda: AdaptiveDepth(min(depths), max(depths)))
+    totals = {name: [0, 0.0, 0, 0] for name in ["plain", *variants]}  # tokens, seconds, accepted, rounds
+    device = target.device
+    for prompt_ids in tqdm([encode_prompt(target, p) for p in prompts], desc="sweep", disable=not progress):
+        plain, seconds = timed(device, lambda: collect(plain_decode(target, prompt_ids, config)))
+        totals["plain"][:2] = [totals["plain"][0] + len(plain.output_ids), totals["plain"][1] + seconds]
+        for name, (variant_tree, policy) in variants.items():
+            result, seconds = timed(device, lambda: collect(speculative_decode(
+                target, head, prompt_ids, variant_tree, config, policy() if policy else None)))
+            entry = totals[name]
+            entry[0] += len(result.output_ids)
+            entry[1] += seconds
+            entry[2] += sum(result.accepted_per_round)
+            entry[3] += len(result.accepted_per_round)
+    rows = [{"variant": name, "speedup": round(totals["plain"][1] / t[1], 4), "tau": round((t[2] + t[3]) / max(1, t[3]), 3),
+             "tokens_per_s": round(t[0] / t[1], 2)} for name, t in totals.items() if name != "plain"]
+    fixed = [r for r in rows if r["variant"] != "adaptive"]
+    best = max(fixed, key=lambda r: r["speedup"])
+    report = {"variants": rows, "plain_tokens_per_s": round(totals["plain"][0] / totals["plain"][1], 2),
+              "best_fixed": best["variant"], "best_fixed_speedup": best["speedup"]}
+    if adaptive:
+        report["adaptive_speedup"] = rows[-1]["speedup"]
+        report["adaptive_vs_best_fixed"] = round(rows[-1]["speedup"] / best["speedup"], 4)
+    return report
+
+
+def batch_throughput(target: Target, head, prompts: list[str], tree: TreeConfig, config: GenerationConfig,
+                     batch_sizes: list[int], max_speculative_batch: int | None = None, progress: bool = True) -> dict:
+    """Tokens/s over whole batches, plain batched vs speculative batched, for each batch
+    size, on the same prompts (repeated to fill the largest batch)."""
+    count = max(len(prompts), max(batch_sizes))
+    encoded = [encode_prompt(target, prompts[i % len(prompts)]) for i in range(count)]
+    generate_batch(target, head, encoded[:2], tree, GenerationConfig(8, config.sampling, config.seed))  # warm-up
+    rows = []
+    for size in tqdm(batch_sizes, desc="batch sizes", disable=not progress):
+        chunks = [encoded[i : i + size] for i in range(0, count - count % size, size)]
+        measured = {}
+        for name, draft in (("plain", None), ("eagle3", head)):
+            tokens, seconds = 0, 0.0
+            for chunk in chunks:
+                results, elapsed = timed(target.device, lambda: generate_batch(
+                    target, draft, chunk, tree, config, max_speculative_batch))
+                tokens += sum(len(r.output_ids) for r in results)
+                seconds += elapsed
+            measured[name] = tokens / seconds
+        rows.append({"batch_size": size, "plain_tokens_per_s": round(measured["plain"], 2),
+                     "eagle3_tokens_per_s": round(measured["eagle3"], 2),
+                     "gain": round(measured["eagle3"] / measured["plain"], 4)})
+    crossover = next((r["batch_size"] for r in rows if r["gain"] < 1.0), None)
+    return {"sizes": rows, "crossover_batch_size": crossover, "max_speculative_batch": max_speculative_batch}
 
 
 def summarise(totals: dict, results: list[GenerationResult], rows: list[dict], tree: TreeConfig,
@@ -150,22 +213,36 @@ def print_table(report: dict) -> None:
 
 
 def plot(report: dict, path: str) -> None:
+    """Speedup per prompt and acceptance by position; batched throughput when measured."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    summary, rows = report["summary"], report["prompts"]
-    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 3.6))
-    left.bar(range(len(rows)), [r["speedup"] for r in rows], color="#3b82f6")
-    left.axhline(1.0, color="#6b7280", linewidth=1)
-    left.axhline(summary["speedup"], color="#16a34a", linestyle="--", label=f"overall {summary['speedup']:.2f}x")
-    left.set(title="EAGLE-3 speedup over plain decoding, per prompt", xlabel="prompt", ylabel="speedup")
-    left.legend(frameon=False)
-    positions = range(1, len(summary["acceptance_by_position"]) + 1)
-    right.bar(positions, summary["acceptance_by_position"], color="#16a34a")
-    right.set(title=f"Rounds accepting at least i drafts (tau {summary['tau']:.2f})", xlabel="i", ylabel="fraction",
-              ylim=(0, 1))
+    panels = (["prompts", "acceptance"] if "summary" in report else []) + (["batch"] if "batch" in report else [])
+    fig, axes = plt.subplots(1, len(panels), figsize=(5.5 * len(panels), 3.6), squeeze=False)
+    for ax, panel in zip(axes[0], panels):
+        if panel == "prompts":
+            summary, rows = report["summary"], report["prompts"]
+            ax.bar(range(len(rows)), [r["speedup"] for r in rows], color="#3b82f6")
+            ax.axhline(1.0, color="#6b7280", linewidth=1)
+            ax.axhline(summary["speedup"], color="#16a34a", linestyle="--", label=f"overall {summary['speedup']:.2f}x")
+            ax.set(title="EAGLE-3 speedup over plain decoding, per prompt", xlabel="prompt", ylabel="speedup")
+            ax.legend(frameon=False)
+        elif panel == "acceptance":
+            summary = report["summary"]
+            positions = range(1, len(summary["acceptance_by_position"]) + 1)
+            ax.bar(positions, summary["acceptance_by_position"], color="#16a34a")
+            ax.set(title=f"Rounds accepting at least i drafts (tau {summary['tau']:.2f})", xlabel="i",
+                   ylabel="fraction", ylim=(0, 1))
+        else:
+            sizes = report["batch"]["sizes"]
+            x = [r["batch_size"] for r in sizes]
+            ax.plot(x, [r["plain_tokens_per_s"] for r in sizes], "o-", color="#64748b", label="plain")
+            ax.plot(x, [r["eagle3_tokens_per_s"] for r in sizes], "o-", color="#16a34a", label="EAGLE-3")
+            ax.set(title="Batched throughput", xlabel="batch size", ylabel="tokens/s (whole batch)", xscale="log")
+            ax.set_xticks(x, [str(v) for v in x])
+            ax.legend(frameon=False)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
 
@@ -189,24 +266,81 @@ def parse_args(argv=None):
     parser.add_argument("--dtype", default="auto", help="the target's dtype (auto: float32 on CPU, bfloat16 on CUDA)")
     parser.add_argument("--draft-dtype", default="auto", help="the head's dtype (auto: bfloat16 where it is fast)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--sweep", default=None, metavar="depth=A..B",
+                        help="also time each fixed depth A..B (node budget scaled with depth)")
+    parser.add_argument("--adaptive", action="store_true",
+                        help="EAGLE-3 with the adaptive depth policy (bounded by --sweep when given, else 1..10)")
+    parser.add_argument("--batch-sizes", default=None, metavar="1,2,4,8,16",
+                        help="also measure batched throughput, plain vs speculative, at these batch sizes")
+    parser.add_argument("--max-speculative-batch", type=int, default=None,
+                        help="above this batch size, batched decoding falls back to plain decoding")
+    parser.add_argument("--skip-main", action="store_true", help="only the sweep / batch measurements")
     parser.add_argument("--json", default=None, help="write the report here")
     parser.add_argument("--plot", default=None, help="draw speedup per prompt and acceptance by position (PNG)")
     return parser.parse_args(argv)
 
 
+def parse_sweep(text: str | None) -> list[int] | None:
+    if text is None:
+        return None
+    try:
+        name, span = text.split("=")
+        low, high = (int(v) for v in span.split(".."))
+    except ValueError:
+        raise ValueError(f"sweep: {text!r} is not of the form depth=A..B") from None
+    if name != "depth" or not 1 <= low <= high <= 64:
+        raise ValueError(f"sweep: {text!r} must be depth=A..B with 1 <= A <= B <= 64")
+    return list(range(low, high + 1))
+
+
+def parse_sizes(text: str | None) -> list[int] | None:
+    if text is None:
+        return None
+    try:
+        sizes = [int(v) for v in text.split(",")]
+    except ValueError:
+        raise ValueError(f"batch sizes: {text!r} is not a comma-separated list of integers") from None
+    if not sizes or min(sizes) < 1 or max(sizes) > 256:
+        raise ValueError(f"batch sizes: {text!r} must lie in [1, 256]")
+    return sizes
+
+
+def print_extras(report: dict) -> None:
+    if "sweep" in report:
+        print("\nvariant      speedup   tau  tokens/s")
+        for row in report["sweep"]["variants"]:
+            print(f"{row['variant']:<12} {row['speedup']:>6.2f}x {row['tau']:>5.2f} {row['tokens_per_s']:>9.1f}")
+        if "adaptive_vs_best_fixed" in report["sweep"]:
+            print(f"adaptive / best fixed ({report['sweep']['best_fixed']}): {report['sweep']['adaptive_vs_best_fixed']:.3f}")
+    if "batch" in report:
+        print("\nbatch  plain tok/s  EAGLE-3 tok/s   gain")
+        for row in report["batch"]["sizes"]:
+            print(f"{row['batch_size']:>5} {row['plain_tokens_per_s']:>12.1f} {row['eagle3_tokens_per_s']:>14.1f} {row['gain']:>6.2f}x")
+        print(f"gain below 1.0 from batch size: {report['batch']['crossover_batch_size']}")
+
+
 def main(argv=None) -> int:
     args = parse_args(argv)
     try:
+        depths, sizes = parse_sweep(args.sweep), parse_sizes(args.batch_sizes)
         target = load_target(args.target, args.device, args.dtype)
         head = load_head(args.draft, target, args.draft_dtype)
         prompts = read_prompts(args.prompts)[: args.limit]
         config = GenerationConfig(args.max_new_tokens, SamplingConfig(args.temperature, args.top_p), args.seed)
         tree = TreeConfig(args.depth, args.top_k, args.total_tokens)
-        report = run(target, head, prompts, tree, config, args.prompt_lookup_tokens, not args.no_prompt_lookup)
+        bounds = (min(depths), max(depths)) if depths else (1, 10)
+        report = {} if args.skip_main else run(target, head, prompts, tree, config, args.prompt_lookup_tokens,
+                                               not args.no_prompt_lookup, adaptive=bounds if args.adaptive else None)
+        if depths:
+            report["sweep"] = sweep(target, head, prompts, tree, config, depths, args.adaptive)
+        if sizes:
+            report["batch"] = batch_throughput(target, head, prompts, tree, config, sizes, args.max_speculative_batch)
     except (ValueError, FileNotFoundError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    print_table(report)
+    if "summary" in report:
+        print_table(report)
+    print_extras(report)
     if args.json:
         os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
         with open(args.json, "w", encoding="utf-8") as f:
