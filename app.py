@@ -30,7 +30,7 @@ from eagle3 import GenerationConfig, SamplingConfig, TokenState, TreeConfig, loa
 from eagle3.adaptive import AdaptiveDepth
 from eagle3.decode import plain_decode, speculative_decode
 from eagle3.events import RoundEvent, Token, TreeView
-from eagle3.presets import EMBEDDED, PRESETS, Preset
+from eagle3.presets import PRESETS, Preset
 
 ROOT = os.path.dirname(os.path.abspath(__file__))
 MAX_NEW_TOKENS, MAX_PROMPT_CHARS = 1024, 16000  # enforced here, whatever the sliders say

@@ -14,8 +14,8 @@ from collections.abc import Sequence
 
 import torch
 
-from eagle3.acceptance import TokenState, accept_greedy, accept_sampled, target_probs
-from eagle3.decode import GenerationConfig, GenerationResult, Run, clock, collect
+from eagle3.acceptance import TokenState
+from eagle3.decode import GenerationConfig, GenerationResult, Run, clock, collect, settle
 from eagle3.head import Eagle3Head
 from eagle3.kv_cache import KVCache
 from eagle3.target import Target
@@ -123,19 +123,11 @@ def generate_batch(
 
         kept, finished = [], []
         for row, (run, draft) in enumerate(zip(rows.runs, drafts)):
-            if run.sampling.greedy:
-                result = accept_greedy(draft, out.logits[row])
-            else:
-                result = accept_sampled(draft, target_probs(out.logits[row], run.sampling), run.generator)
-            kept.append(torch.tensor([0] + result.path, device=device))
+            result, row_kept, row_features, rows.next_tokens[row], candidates = settle(
+                run, draft, out.logits[row], out.features[row] if speculative else None)
+            kept.append(row_kept)
             if speculative:
-                rows.features[row] = out.features[row, kept[-1]]
-            rows.next_tokens[row] = torch.cat([draft.tokens[kept[-1][1:]], kept[-1].new_tensor([result.next_token])])
-            draft_tokens = draft.tokens.tolist()
-            candidates = [(draft_tokens[node], TokenState.ACCEPTED) for node in result.path]
-            if result.rejected:
-                candidates.append((draft_tokens[result.rejected[0]], TokenState.REJECTED))
-            candidates.append((result.next_token, result.next_state))
+                rows.features[row] = row_features
             event = run.emit(candidates, draft if depth > 0 else None, result.path, draft_end - start,
                              verify_end - draft_end, verify_end, depth)
             events[rows.ids[row]].append(event)

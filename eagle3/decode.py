@@ -135,6 +135,27 @@ class Run:
         return event
 
 
+def settle(run: Run, draft: DraftTree, logits: torch.Tensor, features: torch.Tensor | None):
+    """Accept on one verified tree. logits [n, V] and features [n, 3H] (or None) of its nodes.
+
+    Returns the acceptance, the kept node indices (root first), the draft's next pairs
+    (features and tokens of the kept nodes, the last token being the next root) and the
+    round's (token id, state) list for the event."""
+    if run.sampling.greedy:
+        result = accept_greedy(draft, logits)
+    else:
+        result = accept_sampled(draft, target_probs(logits, run.sampling), run.generator)
+    kept = torch.tensor([0] + result.path, device=logits.device)
+    next_features = features[kept] if features is not None else None
+    next_tokens = torch.cat([draft.tokens[kept[1:]], kept.new_tensor([result.next_token])])
+    tokens = draft.tokens.tolist()
+    candidates = [(tokens[node], TokenState.ACCEPTED) for node in result.path]
+    if result.rejected:  # the draft's best guess where the walk stopped
+        candidates.append((tokens[result.rejected[0]], TokenState.REJECTED))
+    candidates.append((result.next_token, result.next_state))
+    return result, kept, next_features, next_tokens, candidates
+
+
 @torch.inference_mode()
 def speculative_decode(
     target: Target,
@@ -183,20 +204,8 @@ def speculative_decode(
         out = target.forward(draft.tokens[None], positions[None], cache, mask, capture=True)
         verify_end = clock(device)
 
-        if run.sampling.greedy:
-            result = accept_greedy(draft, out.logits[0])
-        else:
-            result = accept_sampled(draft, target_probs(out.logits[0], run.sampling), run.generator)
-        kept = torch.tensor([0] + result.path, device=device)
+        result, kept, features, next_tokens, candidates = settle(run, draft, out.logits[0], out.features[0])
         cache.keep(prefix, kept)
-        features = out.features[0, kept]
-        next_tokens = torch.cat([draft.tokens[kept[1:]], kept.new_tensor([result.next_token])])
-
-        tokens = draft.tokens.tolist()
-        candidates = [(tokens[node], TokenState.ACCEPTED) for node in result.path]
-        if result.rejected:  # the draft's best guess where the walk stopped
-            candidates.append((tokens[result.rejected[0]], TokenState.REJECTED))
-        candidates.append((result.next_token, result.next_state))
         event = run.emit(candidates, draft, result.path, draft_end - start, verify_end - draft_end, verify_end, depth)
         if adaptive:
             adaptive.observe(depth, len(result.path), event.draft_s + event.verify_s + event.bookkeeping_s)

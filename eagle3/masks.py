@@ -12,11 +12,6 @@ def additive_mask(allowed: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     return mask[None, None] if allowed.dim() == 2 else mask[:, None]
 
 
-def causal_mask(past: int, n: int, dtype: torch.dtype, device) -> torch.Tensor:
-    """[1, 1, n, past + n]: n new positions see all past positions and causally each other."""
-    return additive_mask(torch.ones(n, past + n, dtype=torch.bool, device=device).tril(past), dtype)
-
-
 def tree_allowed(prefix_len: int, ancestors: torch.Tensor) -> torch.Tensor:
     """[n, prefix_len + n] bool: tree nodes see the whole prefix, their ancestors and themselves."""
     return torch.cat([ancestors.new_ones(ancestors.shape[0], prefix_len), ancestors], dim=1)

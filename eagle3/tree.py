@@ -15,7 +15,7 @@ import torch
 
 from eagle3.head import Eagle3Head
 from eagle3.kv_cache import KVCache
-from eagle3.masks import additive_mask, causal_mask, tree_allowed
+from eagle3.masks import additive_mask
 
 
 @dataclass

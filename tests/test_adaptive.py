@@ -2,7 +2,7 @@
 
 import torch
 
-from eagle3 import GenerationConfig, TreeConfig, collect, speculative_decode
+from eagle3 import GenerationConfig, TreeConfig, speculative_decode
 from eagle3.adaptive import AdaptiveDepth
 from tests.models import make_head, make_target
 from tests.test_greedy import random_prompts, reference

@@ -9,7 +9,6 @@ from scipy.stats import chisquare
 import eagle3.decode
 from eagle3 import GenerationConfig, SamplingConfig, TreeConfig, speculative_decode
 from eagle3.acceptance import Acceptance, TokenState, choose_among, target_probs
-from eagle3.kv_cache import KVCache
 from tests.models import make_head, make_target
 
 VOCAB = 8

@@ -10,7 +10,7 @@ from eagle3.data import Example, encode_record, load_examples
 from eagle3.head import UnrolledKV
 from eagle3.kv_cache import KVCache
 from eagle3.masks import additive_mask
-from eagle3.train import build_draft_vocab, main as train_main, ttt_loss
+from eagle3.train import build_draft_vocab, main as train_main
 from tests.models import make_head, make_target
 
 
