@@ -20,7 +20,7 @@ class Preset:
 
 EMBEDDED = Preset(
     "Embedded: stdlib Llama + EAGLE-3 head (CPU, offline)", EMBEDDED_TARGET, EMBEDDED_HEAD, chat=False,
-    tree=TreeConfig(depth=6, top_k=2, total_tokens=12),
+    tree=TreeConfig(depth=5, top_k=3, total_tokens=16),
     note="A small Llama trained by this project on the Python standard library; prompts are continued as code.",
 )
 PRESETS = [

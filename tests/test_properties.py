@@ -73,7 +73,8 @@ def test_processed_probabilities_are_distributions(values, temperature, top_p, t
     probs = target_probs(torch.tensor([values]), SamplingConfig(temperature, top_p, top_k))
     assert torch.isfinite(probs).all() and (probs >= 0).all()
     assert abs(float(probs.sum()) - 1) < 1e-5
-    assert probs[0, torch.tensor(values).argmax()] > 0  # the most likely token always survives
+    logits = torch.tensor(values)
+    assert probs[0, logits >= logits.max() - 1e-6].sum() > 0  # a most likely token always survives (ties aside)
 
 
 @settings(max_examples=100, deadline=None)
