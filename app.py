@@ -222,7 +222,7 @@ def speedup_rows(spec: RunView, plain: RunView) -> pd.DataFrame:
 def summary_html(spec: RunView, plain: RunView | None, greedy: bool) -> str:
     s = spec.last
     parts = [f"new tokens {s.new_tokens}", f"rounds {s.rounds}", f"tau {s.tau:.2f}", f"EAGLE-3 {s.tokens_per_s:.1f} tok/s"]
-    if plain is None or plain.last is None:
+    if plain is None or plain.last is None or not plain.last.finished:  # "done." only at the very end
         return " | ".join(parts) + " | plain decoding…"
     p = plain.last
     parts += [f"plain {p.tokens_per_s:.1f} tok/s", f"speedup {p.elapsed_s / s.elapsed_s * s.new_tokens / max(p.new_tokens, 1):.2f}x"]

@@ -138,7 +138,7 @@ def test_real_browser(served):
         page.locator("#summary").get_by_text("done.").wait_for(timeout=120_000)
         assert page.locator("#spec-pane .tok.accepted").count() > 0
         assert page.locator("#plain-pane .tok.plain").count() > 0
-        assert re.search(r"lossless: identical to plain decoding|outputs differ from token", page.locator("#summary").inner_text())
+        assert "lossless: identical to plain decoding" in page.locator("#summary").inner_text()
         for chart in ("#chart-tau", "#chart-speed", "#chart-speedup", "#chart-accept"):
             assert page.locator(chart).count() == 1
         assert page.locator("#chart-tau canvas, #chart-tau svg").count() > 0
