@@ -61,21 +61,9 @@ class PreallocatedLayer(DynamicLayer):
             self._set_length(length)
 
     @torch.inference_mode()  # the buffers are inference tensors when filled under inference mode
-    def keep(self, start: int, offsets: torch.Tensor) -> None:
-        """Keep positions start + offsets (ascending) packed right after `start`; drop the rest."""
-        if not self.is_initialized:
-            return
-        index = offsets + start
-        n = index.numel()
-        # index_select makes a copy first, so overlapping source and destination are safe.
-        self._keys[:, :, start : start + n] = self._keys.index_select(2, index)
-        self._values[:, :, start : start + n] = self._values.index_select(2, index)
-        self._set_length(start + n)
-
-
-    @torch.inference_mode()
     def keep_rows(self, starts: list[int], source: int, offsets: list[torch.Tensor]) -> None:
-        """Per row b: keep positions source + offsets[b], packed right after starts[b]."""
+        """Per row b: keep positions source + offsets[b] (ascending), packed right after
+        starts[b]; the source is copied first, so overlapping ranges are safe."""
         if not self.is_initialized:
             return
         for row, (start, index) in enumerate(zip(starts, offsets)):
@@ -108,9 +96,9 @@ class KVCache(Cache):
             layer.truncate(length)
 
     def keep(self, start: int, offsets: torch.Tensor) -> None:
-        """After a tree verification: keep the tree positions start + offsets, packed after start."""
-        for layer in self.layers:
-            layer.keep(start, offsets)
+        """One sequence after a tree verification: keep the tree positions start + offsets,
+        packed after start, and drop the rest."""
+        self.keep_rows([start], start, [offsets])
 
     def keep_rows(self, starts: list[int], source: int, offsets: list[torch.Tensor]) -> None:
         """Ragged rows: row b keeps source + offsets[b] right after its own starts[b]; the
