@@ -31,6 +31,7 @@ from eagle3.adaptive import AdaptiveDepth
 from eagle3.decode import plain_decode, speculative_decode
 from eagle3.events import RoundEvent, Token, TreeView
 from eagle3.presets import PRESETS, Preset
+from eagle3.runner import MainThreadRunner
 
 ROOT = os.path.dirname(os.path.abspath(__file__))
 MAX_NEW_TOKENS, MAX_PROMPT_CHARS = 1024, 16000  # enforced here, whatever the sliders say
@@ -47,7 +48,13 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--draft", default=os.environ.get("EAGLE3_DRAFT"), help="the EAGLE-3 head for --target (env EAGLE3_DRAFT)")
     parser.add_argument("--device", default="auto", help="cpu, cuda, cuda:N or auto")
     parser.add_argument("--dtype", default="auto", help="the target's dtype: float32, bfloat16, float16 or auto")
-    return parser.parse_args(argv)
+    parser.add_argument("--threads", type=int, default=None,
+                        help="CPU threads for decoding (default: all cores, but one fewer when serving 127.0.0.1, "
+                             "whose browser on this machine needs a core to draw the charts)")
+    args = parser.parse_args(argv)
+    if args.threads is not None and args.threads < 1:
+        parser.error(f"--threads: {args.threads}; use 1 or more")
+    return args
 
 
 # ---------------------------------------------------------------------------- models
@@ -288,7 +295,7 @@ def respond(message, spec_chat, plain_chat, history, preset_name, depth, top_k, 
     spec_chat += [{"role": "user", "content": html.escape(message)}, {"role": "assistant", "content": ""}]
     plain_chat += [{"role": "user", "content": html.escape(message)}, {"role": "assistant", "content": ""}]
     tokenizer = target.tokenizer
-    last_yield, last_tree = 0.0, 0.0
+    last_tree = 0.0
 
     def update(final: bool = False):
         nonlocal last_tree
@@ -313,11 +320,10 @@ def respond(message, spec_chat, plain_chat, history, preset_name, depth, top_k, 
                                         AdaptiveDepth(1, max(tree.depth, 10)) if adaptive else None), spec, True),
             (lambda: plain_decode(target, prompt, config), plain, False),
         ):
-            for event in decoder():
-                view.add(event, speculative)
-                if time.perf_counter() - last_yield > 1 / UPDATES_PER_S:
-                    yield update()
-                    last_yield = time.perf_counter()
+            for events in RUNNER.stream(decoder, 1 / UPDATES_PER_S):
+                for event in events:
+                    view.add(event, speculative)
+                yield update()
     except (ValueError, RuntimeError) as error:  # bad input the checks above missed, or a device error
         if isinstance(error, RuntimeError) and torch.cuda.is_available():
             torch.cuda.empty_cache()
@@ -326,7 +332,10 @@ def respond(message, spec_chat, plain_chat, history, preset_name, depth, top_k, 
     yield update(final=True)
 
 
-if spaces is not None and torch.cuda.is_available():
+ZERO_GPU = spaces is not None and torch.cuda.is_available()
+# Decoding runs on the main thread when this file is the program: see eagle3/runner.py for why.
+RUNNER = MainThreadRunner(serving=__name__ == "__main__" and not ZERO_GPU)
+if ZERO_GPU:  # ZeroGPU runs the handler in a process of its own, with the GPU attached
     respond = spaces.GPU(duration=120)(respond)
 
 
@@ -440,7 +449,20 @@ def read_css() -> str:
 
 
 def main() -> None:
-    build_demo().launch(server_name=ARGS.host, server_port=ARGS.port, share=False, css=read_css(), theme=gr.themes.Soft())
+    # Decoding threads that share their cores with a busy process (a browser) stall at every OpenMP barrier.
+    torch.set_num_threads(ARGS.threads or max(1, (os.cpu_count() or 1) - (ARGS.host in ("127.0.0.1", "localhost"))))
+    demo = build_demo()
+    demo.launch(server_name=ARGS.host, server_port=ARGS.port, share=False, css=read_css(), theme=gr.themes.Soft(),
+                prevent_thread_lock=True)
+    if ZERO_GPU:
+        demo.block_thread()
+        return
+    try:
+        RUNNER.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        demo.close()
 
 
 if __name__ == "__main__":

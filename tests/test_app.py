@@ -4,7 +4,10 @@ import os
 import re
 import shutil
 import socket
+import subprocess
+import sys
 import time
+import urllib.request
 
 import pytest
 
@@ -12,6 +15,7 @@ import app
 from eagle3.acceptance import TokenState
 from eagle3.events import Token, TreeView
 
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PROMPT = 'def is_even(n):\n    """Return True if n is even."""\n'
 
 
@@ -89,12 +93,25 @@ def free_port() -> int:
 
 
 @pytest.fixture(scope="module")
-def served():
-    demo = app.build_demo()
+def served(tmp_path_factory):
+    """`python app.py` as a user runs it (decoding on its main thread), on a free port."""
     port = free_port()
-    demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True, css=app.read_css())
-    yield demo, f"http://127.0.0.1:{port}/"
-    demo.close()
+    log = open(tmp_path_factory.mktemp("app") / "app.log", "w+")
+    server = subprocess.Popen([sys.executable, "app.py", "--port", str(port)], cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}/"
+    deadline = time.time() + 120
+    while True:
+        try:
+            urllib.request.urlopen(url, timeout=5)
+            break
+        except OSError:
+            if server.poll() is not None or time.time() > deadline:
+                log.seek(0)
+                pytest.fail(f"app.py did not start:\n{log.read()}")
+            time.sleep(0.5)
+    yield server, url
+    server.terminate()
+    server.wait(timeout=30)
 
 
 def test_gradio_client_streams_and_cancels(served):
