@@ -33,15 +33,26 @@ class _Rows:
         self.features: list[torch.Tensor] = []  # per row [m, 3H]: not yet consumed by the draft
         self.next_tokens: list[torch.Tensor] = []  # per row [m]; the last is the row's root
 
-    def drop_finished(self, finished: list[bool], caches: list[KVCache]) -> None:
+    def drop_finished(self, finished: list[bool], cache: KVCache, draft_cache: KVCache | None) -> None:
         keep = [i for i, done in enumerate(finished) if not done]
         if len(keep) == len(finished):
             return
-        for cache in caches:
-            cache.select_rows(torch.tensor(keep, dtype=torch.long, device=self.device))
         for name in ("runs", "ids", "lengths", "draft_lengths", "features", "next_tokens"):
             values = getattr(self, name)
             setattr(self, name, [values[i] for i in keep] if values else values)
+        rows = torch.tensor(keep, dtype=torch.long, device=self.device)
+        # The shared length shrinks to the longest live row: a finished row may have kept
+        # drafts past its budget, which the cache's capacity does not allow for.
+        for kv, lengths in ((cache, self.lengths), (draft_cache, self.draft_lengths)):
+            if kv is not None:
+                kv.select_rows(rows)
+                kv.truncate(max(lengths, default=0))
+
+
+# The largest batch that still drafts. On 2 CPU cores the embedded pair gains 1.79x at batch
+# 2, 1.33x at 4 and loses from 8 on (0.87x; README, `bench --batch-sizes`); GPUs keep
+# gaining far longer (the EAGLE-3 paper: 1.4x at batch 64).
+AUTO_MAX_SPECULATIVE_BATCH = {"cpu": 4, "cuda": 64}
 
 
 def _ragged_allowed(lengths: torch.Tensor, written: int, own: torch.Tensor) -> torch.Tensor:
@@ -59,13 +70,16 @@ def generate_batch(
     prompts: Sequence[str | Sequence[int]],
     tree: TreeConfig | None = None,
     config: GenerationConfig | None = None,
-    max_speculative_batch: int | None = None,
+    max_speculative_batch: int | None | str = "auto",
 ) -> list[GenerationResult]:
     """Decode all prompts together; one result per prompt, in order.
 
     Without a head, or with more prompts than max_speculative_batch (where drafting stops
-    paying off), this is plain batched decoding: the same loop with root-only trees."""
+    paying off), this is plain batched decoding: the same loop with root-only trees.
+    "auto" takes the device's limit from AUTO_MAX_SPECULATIVE_BATCH; None never falls back."""
     tree, config = tree or TreeConfig(), config or GenerationConfig()
+    if max_speculative_batch == "auto":
+        max_speculative_batch = AUTO_MAX_SPECULATIVE_BATCH.get(target.device.type)
     speculative = head is not None and (max_speculative_batch is None or len(prompts) <= max_speculative_batch)
     if speculative:
         tree.validate(head.config.draft_vocab_size)
@@ -101,7 +115,7 @@ def generate_batch(
         else:
             rows.next_tokens.append(input_ids.new_tensor([root]))
     cache.truncate(width)
-    rows.drop_finished(finished, [cache, draft_cache] if speculative else [cache])
+    rows.drop_finished(finished, cache, draft_cache)
 
     while rows.runs:
         start = clock(device)
@@ -134,5 +148,5 @@ def generate_batch(
             finished.append(event.finished)
         cache.keep_rows(rows.lengths, written, kept)
         rows.lengths = [length + k.numel() for length, k in zip(rows.lengths, kept)]
-        rows.drop_finished(finished, [cache, draft_cache] if speculative else [cache])
+        rows.drop_finished(finished, cache, draft_cache)
     return [collect(iter(row_events)) for row_events in events]

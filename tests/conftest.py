@@ -28,3 +28,13 @@ def model_dirs(tmp_path_factory, tokenizer):
     tokenizer.save_pretrained(root / "target")
     save_head(make_head(target, draft_vocab_size=200), str(root / "head"))
     return str(root / "target"), str(root / "head")
+
+
+@pytest.fixture(scope="session")
+def embedded():
+    """The target / head pair that ships in checkpoints/."""
+    from eagle3 import load_head, load_target
+    from eagle3.checkpoint import EMBEDDED_HEAD, EMBEDDED_TARGET
+
+    target = load_target(EMBEDDED_TARGET, "cpu", "float32")
+    return target, load_head(EMBEDDED_HEAD, target)

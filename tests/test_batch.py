@@ -18,12 +18,14 @@ def test_greedy_batch_equals_each_prompt_alone(family):
     expected = [reference(target, p, 30) for p in prompts]
     for size in (1, 3, 7):
         for tree in (TreeConfig(4, 3, 12), TreeConfig(1, 1, 2)):
-            results = generate_batch(target, head, prompts[:size], tree, GenerationConfig(30))
+            results = generate_batch(target, head, prompts[:size], tree, GenerationConfig(30), max_speculative_batch=None)
             assert [r.output_ids for r in results] == expected[:size]
     plain = generate_batch(target, None, prompts, config=GenerationConfig(30))
     assert [r.output_ids for r in plain] == expected
     fallback = generate_batch(target, head, prompts, TreeConfig(4, 3, 12), GenerationConfig(30), max_speculative_batch=4)
     assert [r.output_ids for r in fallback] == expected and all(r.tau == 1.0 for r in fallback)
+    auto = generate_batch(target, head, prompts, TreeConfig(4, 3, 12), GenerationConfig(30))  # 7 > 4 on the CPU
+    assert [r.output_ids for r in auto] == expected and all(r.tau == 1.0 for r in auto)
 
 
 def test_rows_finish_at_different_times():
@@ -53,3 +55,17 @@ def test_sampled_batch_rows_follow_the_target():
             counts[row][a * VOCAB * VOCAB + b * VOCAB + c] += 1
     assert chi_square_pvalue(counts[0], exact_joint(target, sampling)) > 1e-3
     assert chi_square_pvalue(counts[1], exact_joint(target, sampling, prompt=other)) > 1e-3
+
+
+def test_a_finished_row_that_kept_drafts_past_its_budget_frees_the_cache(embedded):
+    """The embedded head accepts long paths: the row that finishes first can keep drafts
+    past its budget; the shared cache must shrink back to the live rows (it overflowed)."""
+    from eagle3 import collect, speculative_decode
+    from eagle3.bench import read_prompts
+
+    target, head = embedded
+    prompts = read_prompts("assets/prompts/code.jsonl")[:2]
+    tree, config = TreeConfig(5, 3, 16), GenerationConfig(128)
+    results = generate_batch(target, head, prompts, tree, config)
+    for prompt, result in zip(prompts, results):
+        assert result.output_ids == collect(speculative_decode(target, head, prompt, tree, config)).output_ids
