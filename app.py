@@ -9,6 +9,7 @@ This file is the UI only (layout, events, rendering); decoding lives in `eagle3/
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import html
 import json
 import os
@@ -48,12 +49,20 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--draft", default=os.environ.get("EAGLE3_DRAFT"), help="the EAGLE-3 head for --target (env EAGLE3_DRAFT)")
     parser.add_argument("--device", default="auto", help="cpu, cuda, cuda:N or auto")
     parser.add_argument("--dtype", default="auto", help="the target's dtype: float32, bfloat16, float16 or auto")
+    parser.add_argument("--trust-remote-code", action="store_true",
+                        help="let targets run the Python code their hub repository ships (off: only transformers' own)")
+    parser.add_argument("--allow-any-model", action="store_true",
+                        help="let visitors type any 'TARGET | HEAD' pair (paths or hub ids) into the model menu; "
+                             "by default it offers only the presets and --target")
+    parser.add_argument("--max-queue", type=int, default=32, help="requests waiting at most; later ones are refused")
     parser.add_argument("--threads", type=int, default=None,
                         help="CPU threads for decoding (default: all cores, but one fewer when serving 127.0.0.1, "
                              "whose browser on this machine needs a core to draw the charts)")
     args = parser.parse_args(argv)
     if args.threads is not None and args.threads < 1:
         parser.error(f"--threads: {args.threads}; use 1 or more")
+    if args.max_queue < 1:
+        parser.error(f"--max-queue: {args.max_queue}; use 1 or more")
     return args
 
 
@@ -61,25 +70,36 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 
 class Models:
-    """Target / head pairs by preset name, loaded when first chosen."""
+    """Target / head pairs by preset name, loaded when first chosen. With `allow_any`, a name
+    of the form "TARGET | HEAD" (local paths or hub ids) loads that pair too."""
 
-    def __init__(self, presets: list[Preset], device: str, dtype: str):
+    def __init__(self, presets: list[Preset], device: str, dtype: str, trust_remote_code: bool = False,
+                 allow_any: bool = False):
         self.presets = {p.name: p for p in presets}
-        self.device, self.dtype = device, dtype
+        self.device, self.dtype, self.trust_remote_code, self.allow_any = device, dtype, trust_remote_code, allow_any
         self.loaded: dict[str, tuple] = {}
 
     def get(self, name: str):
-        if name not in self.presets:
-            raise gr.Error(f"model: unknown choice {name!r}")
         if name not in self.loaded:
-            preset = self.presets[name]
+            preset = self.presets.get(name) or self.custom(name)
             try:
-                target = load_target(preset.target, self.device, self.dtype)
+                target = load_target(preset.target, self.device, self.dtype, self.trust_remote_code)
                 head = load_head(preset.head, target)
             except (ValueError, FileNotFoundError, OSError) as error:
                 raise gr.Error(f"Cannot load {name}: {error}") from error
+            if preset.name not in self.presets:  # a typed pair: chat when its tokenizer has a template
+                preset = dataclasses.replace(preset, chat=bool(target.tokenizer.chat_template))
             self.loaded[name] = (preset, target, head)
         return self.loaded[name]
+
+    def custom(self, name: str) -> Preset:
+        if not self.allow_any:
+            raise gr.Error(f"model: {name!r} is not offered by this server (its operator can allow any model "
+                           "with --allow-any-model)")
+        target, sep, head = (part.strip() for part in name.partition("|"))
+        if not sep or not target or not head:
+            raise gr.Error(f"model: {name!r} is not of the form 'TARGET | HEAD' (a path or hub id each)")
+        return Preset(name, target, head, chat=False, tree=TreeConfig())
 
 
 transformers.utils.logging.disable_progress_bar()
@@ -89,7 +109,7 @@ if ARGS.target:
     PRESET_LIST = [CUSTOM, *PRESETS]
 else:
     PRESET_LIST = PRESETS
-MODELS = Models(PRESET_LIST, ARGS.device, ARGS.dtype)
+MODELS = Models(PRESET_LIST, ARGS.device, ARGS.dtype, ARGS.trust_remote_code, ARGS.allow_any_model)
 MODELS.get(PRESET_LIST[0].name)  # at import, as ZeroGPU wants; the embedded pair takes seconds
 
 
@@ -265,29 +285,31 @@ def build_prompt(preset: Preset, tokenizer, message: str, history: list[tuple[st
     return tokenizer.apply_chat_template(turns, tokenize=False, add_generation_prompt=True)
 
 
+def parse_request(message: str, history, preset_name, depth, top_k, total_tokens, temperature, top_p, max_new_tokens):
+    """The checked settings of one request, or a ValueError / gr.Error that names the problem."""
+    if not message:
+        raise ValueError("prompt: empty; type something to continue")
+    if len(message) > MAX_PROMPT_CHARS:
+        raise ValueError(f"prompt: {len(message)} characters; this server accepts at most {MAX_PROMPT_CHARS}")
+    preset, target, head = MODELS.get(preset_name)
+    tree = TreeConfig(int(depth), int(top_k), int(total_tokens))
+    tree.validate(head.config.draft_vocab_size)
+    config = GenerationConfig(int(min(max_new_tokens, MAX_NEW_TOKENS)), SamplingConfig(float(temperature), float(top_p)),
+                              seed=0)
+    config.validate()
+    return target, head, build_prompt(preset, target.tokenizer, message, history), tree, config
+
+
 def respond(message, spec_chat, plain_chat, history, preset_name, depth, top_k, total_tokens, temperature, top_p,
             max_new_tokens, adaptive=False):
     """Run EAGLE-3, then plain decoding, on the same prompt; stream both panes and the charts."""
     message = (message or "").strip()
     spec_chat, plain_chat, history = list(spec_chat or []), list(plain_chat or []), list(history or [])
-    if not message:
-        gr.Warning("prompt: empty; type something to continue")
-        yield gr.skip(), spec_chat, plain_chat, history, *([gr.skip()] * 8)
-        return
-    if len(message) > MAX_PROMPT_CHARS:
-        gr.Warning(f"prompt: {len(message)} characters; this server accepts at most {MAX_PROMPT_CHARS}")
-        yield gr.skip(), spec_chat, plain_chat, history, *([gr.skip()] * 8)
-        return
-    preset, target, head = MODELS.get(preset_name)
     try:
-        tree = TreeConfig(int(depth), int(top_k), int(total_tokens))
-        tree.validate(head.config.draft_vocab_size)
-        config = GenerationConfig(int(min(max_new_tokens, MAX_NEW_TOKENS)), SamplingConfig(float(temperature), float(top_p)),
-                                  seed=0)
-        config.validate()
-        prompt = build_prompt(preset, target.tokenizer, message, history)
-    except ValueError as error:
-        gr.Warning(str(error))
+        target, head, prompt, tree, config = parse_request(message, history, preset_name, depth, top_k, total_tokens,
+                                                           temperature, top_p, max_new_tokens)
+    except (ValueError, TypeError, gr.Error) as error:  # the page shows it; the prompt and the chat stay
+        gr.Warning(getattr(error, "message", None) or str(error))
         yield gr.skip(), spec_chat, plain_chat, history, *([gr.skip()] * 8)
         return
 
@@ -295,7 +317,7 @@ def respond(message, spec_chat, plain_chat, history, preset_name, depth, top_k, 
     spec_chat += [{"role": "user", "content": html.escape(message)}, {"role": "assistant", "content": ""}]
     plain_chat += [{"role": "user", "content": html.escape(message)}, {"role": "assistant", "content": ""}]
     tokenizer = target.tokenizer
-    last_tree = 0.0
+    last_tree, stopped = 0.0, ""
 
     def update(final: bool = False):
         nonlocal last_tree
@@ -311,6 +333,8 @@ def respond(message, spec_chat, plain_chat, history, preset_name, depth, top_k, 
         rounds = frame(spec.round_rows, {"round": "float64", "tokens": "float64", "series": "object"},
                        ("series", ("this round", "running tau", "draft depth")))
         summary = summary_html(spec, plain, config.sampling.greedy) if spec.last else "EAGLE-3 decoding…"
+        if stopped:
+            summary = f'<span class="differs">{html.escape(stopped)}</span>'
         return ("" if final else gr.skip(), spec_chat, plain_chat, history, rounds, speed, speedup_rows(spec, plain),
                 acceptance_rows(spec.accepted, tree.depth), tree_update, slider, summary, spec.trees)
 
@@ -324,10 +348,11 @@ def respond(message, spec_chat, plain_chat, history, preset_name, depth, top_k, 
                 for event in events:
                     view.add(event, speculative)
                 yield update()
-    except (ValueError, RuntimeError) as error:  # bad input the checks above missed, or a device error
-        if isinstance(error, RuntimeError) and torch.cuda.is_available():
-            torch.cuda.empty_cache()
-        gr.Warning(f"generation stopped: {error}")
+    except (ValueError, RuntimeError, MemoryError) as error:  # bad input the checks missed, out of memory, a device error
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()  # this run's caches are gone with its frames; give their blocks back
+        stopped = f"generation stopped: {type(error).__name__}: {error}"
+        gr.Warning(stopped)
     history.append((message, "".join(spec.text)))
     yield update(final=True)
 
@@ -397,7 +422,8 @@ def build_demo() -> gr.Blocks:
         with gr.Accordion("Settings", open=True):
             with gr.Row():
                 preset = gr.Dropdown([p.name for p in PRESET_LIST], value=first.name, label="Target + head",
-                                     elem_id="preset", scale=3)
+                                     elem_id="preset", scale=3, allow_custom_value=MODELS.allow_any,
+                                     info="or type TARGET | HEAD (paths or hub ids)" if MODELS.allow_any else None)
                 greedy = gr.Button("Preset: greedy", size="sm")
                 creative = gr.Button("Preset: creative", size="sm")
                 show_rejected = gr.Checkbox(True, label="Show rejected drafts", elem_id="show-rejected")
@@ -429,18 +455,17 @@ def build_demo() -> gr.Blocks:
         preset.change(preset_changed, preset, [depth, top_k, total, preset_note])
         show_rejected.change(None, show_rejected, None,
                              js="(show) => { document.body.classList.toggle('hide-rejected', !show); }")
-    demo.queue(max_size=32, default_concurrency_limit=1)
+    demo.queue(max_size=ARGS.max_queue, default_concurrency_limit=1)
     return demo
 
 
 def preset_changed(name: str):
-    preset = MODELS.presets[name]
     try:
-        MODELS.get(name)
+        preset = MODELS.get(name)[0]
     except gr.Error as error:
         gr.Warning(str(error))
+        return gr.skip(), gr.skip(), gr.skip(), gr.skip()
     return preset.tree.depth, preset.tree.top_k, preset.tree.total_tokens, preset.note
-
 
 
 def read_css() -> str:

@@ -20,7 +20,7 @@ from eagle3.tree import TreeConfig
 def scaled_tree(base: TreeConfig, depth: int) -> TreeConfig:
     """`base` at another depth, its node budget scaled in proportion (capped at the base's)."""
     per_level = max(1, (base.total_tokens - 1) // max(1, base.depth))
-    return TreeConfig(depth, base.top_k, max(2, min(base.total_tokens, 1 + per_level * depth)))
+    return TreeConfig(depth, base.top_k, max(base.top_k + 1, min(base.total_tokens, 1 + per_level * depth)))
 
 
 @dataclass

@@ -33,6 +33,11 @@ class TreeConfig:
             raise ValueError(f"top_k: {self.top_k} exceeds the head's draft vocabulary of {draft_vocab_size}")
         if not 2 <= self.total_tokens <= 1024:
             raise ValueError(f"total_tokens: {self.total_tokens} is outside [2, 1024] (the root counts as one)")
+        if self.total_tokens < self.top_k + 1:
+            raise ValueError(
+                f"total_tokens: {self.total_tokens} cannot hold the root and the top_k={self.top_k} first drafts; "
+                f"use total_tokens >= {self.top_k + 1} or a smaller top_k"
+            )
 
 
 @dataclass

@@ -77,10 +77,48 @@ def test_respond_streams_and_checks_losslessness():
 def test_bad_input_keeps_history():
     name = app.PRESET_LIST[0].name
     history = [("earlier", "answer")]
-    for message, args in (("", (5, 2, 10, 0.0, 1.0, 16)), ("x", (5, 2, 1, 0.0, 1.0, 16)),
-                          ("x", (5, 2, 10, -1.0, 1.0, 16)), ("x" * (app.MAX_PROMPT_CHARS + 1), (5, 2, 10, 0.0, 1.0, 16))):
-        updates = list(app.respond(message, [{"role": "user", "content": "earlier"}], [], history, name, *args))
+    for message, model, args in (("", name, (5, 2, 10, 0.0, 1.0, 16)), ("x", name, (5, 2, 1, 0.0, 1.0, 16)),
+                                 ("x", name, (5, 8, 3, 0.0, 1.0, 16)), ("x", name, (5, 2, 10, -1.0, 1.0, 16)),
+                                 ("x", name, (5, 2, 10, 0.0, 0.0, 16)), ("x", name, (5, 2, 10, 0.0, 1.0, None)),
+                                 ("x" * (app.MAX_PROMPT_CHARS + 1), name, (5, 2, 10, 0.0, 1.0, 16)),
+                                 ("x", "/etc | /tmp", (5, 2, 10, 0.0, 1.0, 16))):
+        updates = list(app.respond(message, [{"role": "user", "content": "earlier"}], [], history, model, *args))
         assert len(updates) == 1 and updates[0][3] == history and updates[0][1][0]["content"] == "earlier"
+
+
+def test_model_choice_is_closed_unless_the_operator_opens_it(model_dirs):
+    import gradio as gr
+
+    target, head = model_dirs
+    with pytest.raises(gr.Error, match="not offered by this server"):
+        app.Models([], "cpu", "float32").get(f"{target} | {head}")
+    opened = app.Models([], "cpu", "float32", allow_any=True)
+    with pytest.raises(gr.Error, match="not of the form 'TARGET | HEAD'"):
+        opened.get(target)
+    preset, loaded, _ = opened.get(f"{target} | {head}")
+    assert preset.target == target and loaded.tokenizer is not None
+
+
+def test_device_error_is_reported_and_the_app_recovers(monkeypatch):
+    import torch
+
+    name = app.PRESET_LIST[0].name
+    target = app.MODELS.get(name)[1]
+    forward, calls = target.forward, []
+
+    def failing_forward(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 6:
+            raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
+        return forward(*args, **kwargs)
+
+    monkeypatch.setattr(target, "forward", failing_forward)
+    *_, final = app.respond(PROMPT, [], [], [], name, 5, 2, 10, 0.0, 1.0, 48)
+    assert "generation stopped: OutOfMemoryError: CUDA out of memory" in final[-2]
+    assert final[1][-1]["content"] and final[3][-1][0] == PROMPT.strip()  # the partial output and the history stay
+    monkeypatch.setattr(target, "forward", forward)
+    *_, final = app.respond(PROMPT, [], [], final[3], name, 5, 2, 10, 0.0, 1.0, 48)
+    assert "lossless: identical to plain decoding" in final[-2] and len(final[3]) == 2
 
 
 # ---------------------------------------------------------------------------- served app
@@ -162,4 +200,22 @@ def test_real_browser(served):
         assert page.locator("#tree svg .node.accepted").count() > 0
         os.makedirs("runs", exist_ok=True)
         page.screenshot(path="runs/screenshot.png", full_page=True)
+
+        # Bad input: a message on the page; the chat stays as it was.
+        tokens = page.locator("#spec-pane .tok").count()
+        page.locator("#prompt textarea").fill("   ")
+        page.locator("#send").click()
+        page.get_by_test_id("toast-body").filter(has_text="prompt: empty").wait_for(timeout=30_000)
+        assert page.locator("#spec-pane .tok").count() == tokens
+
+        # Stop in the middle of a run; the next request runs to the end.
+        page.locator("#prompt textarea").fill("class Stack:\n")
+        page.locator("#send").click()
+        page.wait_for_function(f"document.querySelectorAll('#spec-pane .tok').length > {tokens}", timeout=60_000,
+                               polling=20)
+        page.locator("#stop").click()
+        page.locator("#prompt textarea").fill(PROMPT)
+        page.locator("#send").click()
+        page.locator("#summary").get_by_text("done.").wait_for(timeout=120_000)
+        assert "lossless: identical to plain decoding" in page.locator("#summary").inner_text()
         browser.close()

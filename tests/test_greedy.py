@@ -12,7 +12,7 @@ SETTINGS = [  # (depth, top_k, total_tokens)
     (4, 1, 5),  # top_k 1: a chain
     (4, 4, 16),
     (6, 3, 60),  # more nodes asked for than the tree can have
-    (6, 8, 3),  # wide and deep drafting, tiny verification budget
+    (6, 8, 9),  # wide and deep drafting, a verification budget of one first level
 ]
 
 
