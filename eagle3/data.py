@@ -1,9 +1,11 @@
 """Head-training data: JSONL records to token ids with a loss mask.
 
-Two record shapes, one per line:
+Record shapes, one per line:
     {"text": "..."}                                        loss on every token
-    {"conversations": [{"from": "human", "value": ...},    loss on the assistant turns only,
-                       {"from": "gpt", "value": ...}]}     rendered with the chat template
+    {"conversations": [{"from": "human", "value": ...},    ShareGPT: loss on the assistant
+                       {"from": "gpt", "value": ...}]}     turns only, rendered with the
+    {"messages": [{"role": "user", "content": ...},        tokenizer's chat template;
+                  {"role": "assistant", "content": ...}]}  UltraChat: the same
 """
 
 from __future__ import annotations
@@ -39,15 +41,24 @@ def read_jsonl(path: str) -> list[dict]:
     return records
 
 
-def render_conversation(record: dict, tokenizer) -> tuple[str, list[tuple[int, int]]]:
-    """The conversation as one text plus the character spans of the assistant turns."""
+def conversation_messages(record: dict) -> list[dict]:
+    """The turns of a ShareGPT or UltraChat record as [{"role", "content"}]."""
+    turns = record.get("conversations", record.get("messages"))
+    if not isinstance(turns, list) or not turns:
+        raise ValueError("record: 'conversations' / 'messages' must be a non-empty list of turns")
     messages = []
-    for turn in record["conversations"]:
+    for turn in turns:
         role = ROLES.get(turn.get("from", turn.get("role")))
         if role is None:
             raise ValueError(f"conversation turn: unknown role {turn.get('from', turn.get('role'))!r} "
                              f"(expected one of {', '.join(ROLES)})")
         messages.append({"role": role, "content": turn.get("value", turn.get("content", ""))})
+    return messages
+
+
+def render_conversation(record: dict, tokenizer) -> tuple[str, list[tuple[int, int]]]:
+    """The conversation as one text plus the character spans of the assistant turns."""
+    messages = conversation_messages(record)
     spans, text = [], ""
     for i, message in enumerate(messages):
         if getattr(tokenizer, "chat_template", None):
@@ -68,8 +79,8 @@ def encode_record(record: dict, tokenizer, max_length: int) -> Example:
     if "text" in record:
         ids = tokenizer(record["text"]).input_ids[:max_length]
         return Example(ids, [1] * len(ids))
-    if "conversations" not in record:
-        raise ValueError("record: has neither 'text' nor 'conversations'")
+    if "conversations" not in record and "messages" not in record:
+        raise ValueError("record: has neither 'text' nor 'conversations' nor 'messages'")
     text, spans = render_conversation(record, tokenizer)
     encoded = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
     ids, offsets = encoded.input_ids[:max_length], encoded.offset_mapping[:max_length]

@@ -68,8 +68,9 @@ def _definition_prompt(lines: list[str], index: int, context_lines: int) -> str:
 
 @torch.inference_mode()
 def continue_prompts(target: Target, prompts: list[str], max_new_tokens: int, temperature: float,
-                     batch_size: int, seed: int) -> list[str]:
-    """The target's continuation of each prompt (batched, left-padded)."""
+                     batch_size: int, seed: int, add_special_tokens: bool = True) -> list[str]:
+    """The target's continuation of each prompt (batched, left-padded). Prompts rendered with
+    a chat template carry their special tokens already: add_special_tokens=False."""
     tokenizer = target.tokenizer
     tokenizer.padding_side = "left"
     if tokenizer.pad_token is None:
@@ -77,7 +78,8 @@ def continue_prompts(target: Target, prompts: list[str], max_new_tokens: int, te
     torch.manual_seed(seed)
     outputs = []
     for start in tqdm(range(0, len(prompts), batch_size), desc=f"generate T={temperature}", dynamic_ncols=True):
-        batch = tokenizer(prompts[start : start + batch_size], return_tensors="pt", padding=True).to(target.device)
+        batch = tokenizer(prompts[start : start + batch_size], return_tensors="pt", padding=True,
+                          add_special_tokens=add_special_tokens).to(target.device)
         sampling = dict(do_sample=True, temperature=temperature, top_p=0.95) if temperature > 0 else dict(do_sample=False)
         generated = target.model.generate(**batch, max_new_tokens=max_new_tokens, pad_token_id=tokenizer.pad_token_id,
                                           **sampling)

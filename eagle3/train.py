@@ -1,9 +1,14 @@
 """Train an EAGLE-3 head on a frozen target with the training-time test (TTT).
 
     python -m eagle3.train --target DIR --data data.jsonl --out HEAD_DIR --work runs/head
+    python -m eagle3.train --target DIR --features runs/features --out HEAD_DIR   # precomputed
+    accelerate launch -m eagle3.train --target DIR --features runs/features --out HEAD_DIR
 
 The target computes the fused low / mid / high features and its own next-token
-distribution for each batch (online, optionally cached to disk). The head is unrolled
+distribution for each batch, online or once ahead (`python -m eagle3.features`). Under
+`accelerate launch` each process takes its share of every batch and the gradients are
+averaged (DDP, or FSDP as `accelerate config` sets it); the result is that of one
+process with the whole batch, and only the first process writes files. The head is unrolled
 `--ttt-steps` times: step 0 reads the target features, step i > 0 reads its own previous
 output with the tokens shifted by i, attending like a depth-i tree node does at inference.
 Each step's loss is the soft cross-entropy against the target's distribution restricted
@@ -17,14 +22,13 @@ import argparse
 import math
 import os
 import sys
-from dataclasses import dataclass
 
 import torch
-from safetensors.torch import load_file, save_file
 from tqdm import tqdm
 
 from eagle3.checkpoint import save_head
 from eagle3.data import Example, load_examples
+from eagle3.features import FeatureStore
 from eagle3.head import Eagle3Config, Eagle3Head, UnrolledKV
 from eagle3.target import DTYPES, Target, bf16_supported, load_target
 from eagle3.training import CsvLog, adamw, autocast, cosine_lr, load_state, save_state, seed_everything, set_lr
@@ -74,12 +78,6 @@ def _rope_scaling(config) -> dict | None:
     return parameters
 
 
-@dataclass
-class StepStats:
-    losses: list[float]
-    accuracies: list[float]
-
-
 def shift(x: torch.Tensor, by: int, fill=0) -> torch.Tensor:
     """x[:, t] <- x[:, t + by] along dim 1, filling the end."""
     if by == 0:
@@ -88,89 +86,78 @@ def shift(x: torch.Tensor, by: int, fill=0) -> torch.Tensor:
     return torch.cat([x[:, by:], pad], dim=1)
 
 
-def ttt_loss(head: Eagle3Head, features, target_logits, input_ids, loss_mask, steps: int = 7, decay: float = 0.8):
-    """The training-time-test loss of one batch.
+class TTTLoss(torch.nn.Module):
+    """The head under the training-time test, as one module so that DDP or FSDP can wrap it."""
 
-    features [B, T, 3H] and target_logits [B, T, V] of the target on input_ids [B, T];
-    loss_mask [B, T] marks tokens to learn (0 on padding). Anchor t at step i reads token
-    x[t + 1 + i] and predicts x[t + 2 + i], whose target distribution is logits[t + 1 + i].
-    """
-    draft_to_target = torch.arange(head.config.draft_vocab_size, device=input_ids.device) + head.d2t
-    target_draft_logits = target_logits[..., draft_to_target].float()
-    in_draft_vocab = head.t2d[target_logits.argmax(-1)]
-    positions = torch.arange(input_ids.shape[1], device=input_ids.device)[None]
-    hidden, kv = head.project(features), UnrolledKV()
-    total, losses, accuracies = 0.0, [], []
-    for i in range(steps):
-        hidden = head(hidden, shift(input_ids, 1 + i), positions + i, None, kv)
-        logp = torch.log_softmax(head.logits(hidden).float(), dim=-1)
-        wanted = shift(target_draft_logits, 1 + i)
-        valid = (shift(loss_mask, 2 + i) > 0) & shift(in_draft_vocab, 1 + i, fill=False)
-        count = valid.sum().clamp_min(1)
-        cross_entropy = -(torch.softmax(wanted, dim=-1) * logp).sum(-1)
-        loss = (cross_entropy * valid).sum() / count
-        total = total + decay**i * loss
-        losses.append(loss.item())
-        accuracies.append((((logp.argmax(-1) == wanted.argmax(-1)) & valid).sum() / count).item())
-    return total, StepStats(losses, accuracies)
+    def __init__(self, head: Eagle3Head, steps: int = 7, decay: float = 0.8):
+        super().__init__()
+        self.head, self.steps, self.decay = head, steps, decay
 
+    def forward(self, features, target_logits, input_ids, loss_mask, normalizer=None):
+        """The loss of one batch, and per unrolled step its loss and accuracy [steps].
 
-class FeatureCache:
-    """Target features and final hidden states per example, as safetensors files."""
-
-    def __init__(self, directory: str | None):
-        self.directory = directory
-        if directory:
-            os.makedirs(directory, exist_ok=True)
-
-    def get(self, index: int):
-        path = self._path(index)
-        if not path or not os.path.exists(path):
-            return None
-        tensors = load_file(path)
-        return tensors["features"], tensors["hidden"]
-
-    def put(self, index: int, features: torch.Tensor, hidden: torch.Tensor) -> None:
-        if self.directory:
-            save_file({"features": features.contiguous().cpu(), "hidden": hidden.contiguous().cpu()}, self._path(index))
-
-    def _path(self, index: int) -> str | None:
-        return os.path.join(self.directory, f"{index:08d}.safetensors") if self.directory else None
+        features [B, T, 3H] and target_logits [B, T, V] of the target on input_ids [B, T];
+        loss_mask [B, T] marks tokens to learn (0 on padding). Anchor t at step i reads token
+        x[t + 1 + i] and predicts x[t + 2 + i], whose target distribution is logits[t + 1 + i].
+        `normalizer` turns this process's count of learned positions into the divisor: with
+        several processes, the global count over their number, so that the mean of their
+        losses (what data-parallel training optimises) is the loss of the whole batch.
+        """
+        head = self.head
+        draft_to_target = torch.arange(head.config.draft_vocab_size, device=input_ids.device) + head.d2t
+        target_draft_logits = target_logits[..., draft_to_target].float()
+        in_draft_vocab = head.t2d[target_logits.argmax(-1)]
+        positions = torch.arange(input_ids.shape[1], device=input_ids.device)[None]
+        hidden, kv = head.project(features), UnrolledKV()
+        total, losses, accuracies = 0.0, [], []
+        for i in range(self.steps):
+            hidden = head(hidden, shift(input_ids, 1 + i), positions + i, None, kv)
+            logp = torch.log_softmax(head.logits(hidden).float(), dim=-1)
+            wanted = shift(target_draft_logits, 1 + i)
+            valid = (shift(loss_mask, 2 + i) > 0) & shift(in_draft_vocab, 1 + i, fill=False)
+            count = valid.sum().float()
+            count = (normalizer(count) if normalizer else count).clamp_min(1)
+            cross_entropy = -(torch.softmax(wanted, dim=-1) * logp).sum(-1)
+            loss = (cross_entropy * valid).sum() / count
+            total = total + self.decay**i * loss
+            losses.append(loss.detach())
+            accuracies.append(((logp.argmax(-1) == wanted.argmax(-1)) & valid).sum() / count)
+        return total, torch.stack(losses), torch.stack(accuracies)
 
 
-def target_states(target: Target, cache: FeatureCache, indices: list[int], examples: list[Example], device):
-    """Padded batch: input_ids, loss_mask, features, final hidden states (cached per example)."""
+def batch_states(target: Target, store: FeatureStore | None, indices: list[int], examples: list[Example], device):
+    """Padded batch: input_ids, loss_mask, features, final hidden states (from the store when given)."""
     length = max(len(examples[i].input_ids) for i in indices)
     ids = torch.zeros(len(indices), length, dtype=torch.long)
     mask = torch.zeros(len(indices), length, dtype=torch.long)
     for row, i in enumerate(indices):
         n = len(examples[i].input_ids)
         ids[row, :n], mask[row, :n] = torch.tensor(examples[i].input_ids), torch.tensor(examples[i].loss_mask)
-    cached = [cache.get(i) for i in indices]
-    if all(c is not None for c in cached):
-        features = torch.zeros(len(indices), length, cached[0][0].shape[-1], dtype=cached[0][0].dtype)
-        hidden = torch.zeros(len(indices), length, cached[0][1].shape[-1], dtype=cached[0][1].dtype)
-        for row, (f, h) in enumerate(cached):
-            features[row, : len(f)], hidden[row, : len(h)] = f, h
-        return ids.to(device), mask.to(device), features.to(device), hidden.to(device)
-    attention = (torch.arange(length)[None] < torch.tensor([len(examples[i].input_ids) for i in indices])[:, None]).long()
-    features, hidden = target.training_states(ids.to(device), attention.to(device))
-    for row, i in enumerate(indices):
-        n = len(examples[i].input_ids)
-        cache.put(i, features[row, :n], hidden[row, :n])
-    return ids.to(device), mask.to(device), features, hidden
+    if store is None:
+        lengths = torch.tensor([len(examples[i].input_ids) for i in indices])
+        attention = (torch.arange(length)[None] < lengths[:, None]).long()
+        features, hidden = target.training_states(ids.to(device), attention.to(device))
+        return ids.to(device), mask.to(device), features, hidden
+    stored = [store.states(i) for i in indices]
+    features = torch.zeros(len(indices), length, stored[0][0].shape[-1], dtype=stored[0][0].dtype)
+    hidden = torch.zeros(len(indices), length, stored[0][1].shape[-1], dtype=stored[0][1].dtype)
+    for row, (f, h) in enumerate(stored):
+        features[row, : len(f)], hidden[row, : len(h)] = f, h
+    return ids.to(device), mask.to(device), features.to(device), hidden.to(device)
 
 
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(prog="python -m eagle3.train", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--target", required=True, help="target model directory (or hub id where a network exists)")
-    parser.add_argument("--data", required=True, help='JSONL: {"text": ...} or {"conversations": [...]} per line')
+    parser.add_argument("--data", default=None, help='JSONL: {"text"}, {"conversations"} or {"messages"} per line')
+    parser.add_argument("--features", default=None, help="read examples and target states written by eagle3.features "
+                                                         "instead of running the target on --data")
     parser.add_argument("--out", required=True, help="where the head is saved, in the published format")
-    parser.add_argument("--work", default="runs/head", help="resumable state, CSV log, feature cache")
+    parser.add_argument("--work", default="runs/head", help="resumable state and CSV log")
     parser.add_argument("--draft-vocab-size", type=int, default=None, help="default: min(32000, vocab size)")
     parser.add_argument("--max-length", type=int, default=512, help="tokens per example")
-    parser.add_argument("--batch-size", type=int, default=8)
+    parser.add_argument("--batch-size", type=int, default=8, help="examples per step, over all processes")
     parser.add_argument("--epochs", type=float, default=1.0)
     parser.add_argument("--max-steps", type=int, default=None, help="stop after this many steps (overrides epochs)")
     parser.add_argument("--lr", type=float, default=1e-4)
@@ -178,23 +165,35 @@ def parse_args(argv=None):
     parser.add_argument("--grad-clip", type=float, default=0.5)
     parser.add_argument("--ttt-steps", type=int, default=7)
     parser.add_argument("--decay", type=float, default=0.8)
-    parser.add_argument("--cache-features", action="store_true", help="keep target features in WORK/features")
     parser.add_argument("--save-every", type=int, default=200)
-    parser.add_argument("--device", default="auto")
+    parser.add_argument("--device", default="auto", choices=["auto", "cpu"],
+                        help="auto: the accelerator's device (a GPU per process under accelerate launch)")
     parser.add_argument("--dtype", default="auto", help="the target's dtype (auto: bfloat16 on CUDA, else float32)")
     parser.add_argument("--no-bf16", action="store_true", help="float32 even where bfloat16 is available")
     parser.add_argument("--save-dtype", default="float32", choices=["float32", "bfloat16", "float16"],
                         help="dtype of the saved head (bfloat16 halves its size)")
     parser.add_argument("--seed", type=int, default=0)
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    if (args.data is None) == (args.features is None):
+        parser.error("give one of --data and --features")
+    return args
 
 
 def main(argv=None) -> int:
+    """One process, or one of several under `accelerate launch` (DDP, or FSDP as configured)."""
+    from accelerate import Accelerator
+
     args = parse_args(argv)
-    seed_everything(args.seed)
+    accelerator = Accelerator(cpu=args.device == "cpu")
+    main_process, processes = accelerator.is_main_process, accelerator.num_processes
+    seed_everything(args.seed)  # the same on every process: same initial head, same data order
     try:
-        target = load_target(args.target, args.device, args.dtype)
-        examples = load_examples(args.data, target.tokenizer, args.max_length)
+        if args.batch_size < processes:
+            raise ValueError(f"batch_size: {args.batch_size} is smaller than the {processes} processes")
+        target = load_target(args.target, accelerator.device, args.dtype)
+        store = FeatureStore(args.features, target) if args.features else None
+        examples = ([store.example(i) for i in range(len(store))] if store
+                    else load_examples(args.data, target.tokenizer, args.max_length))
     except (ValueError, FileNotFoundError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
@@ -218,39 +217,52 @@ def main(argv=None) -> int:
         state = load_state(state_path, head, optimizer)
         step = state["step"]
         generator.set_state(state["data_rng"])
-        print(f"resumed at step {step}")
-    cache = FeatureCache(os.path.join(args.work, "features") if args.cache_features else None)
+        if main_process:
+            print(f"resumed at step {step}")
+    model, optimizer = accelerator.prepare(TTTLoss(head, args.ttt_steps, args.decay), optimizer)
+    # Each process learns from its share of the batch; dividing by the global count of learned
+    # positions (over the number of processes, which gradient averaging divides by again)
+    # makes the update that of the whole batch in one process.
+    normalizer = (lambda count: accelerator.reduce(count, "sum") / processes) if processes > 1 else None
     fields = ["step", "epoch", "lr", "loss"] + [f"loss_{i}" for i in range(args.ttt_steps)] + [f"acc_{i}" for i in range(args.ttt_steps)]
-    log = CsvLog(os.path.join(args.work, "log.csv"), fields)
-    print(f"{len(examples)} examples, draft vocabulary {draft_vocab_size} of {target.vocab_size}, "
-          f"{total_steps} steps, bf16 autocast: {use_bf16}")
+    log = CsvLog(os.path.join(args.work, "log.csv"), fields) if main_process else None
+    if main_process:
+        print(f"{len(examples)} examples, draft vocabulary {draft_vocab_size} of {target.vocab_size}, "
+              f"{total_steps} steps, {processes} process(es), bf16 autocast: {use_bf16}")
 
     order: list[int] = []
-    bar = tqdm(range(step, total_steps), initial=step, total=total_steps, desc="train", dynamic_ncols=True)
+    bar = tqdm(range(step, total_steps), initial=step, total=total_steps, desc="train", dynamic_ncols=True,
+               disable=not main_process)
     for step in bar:
         if not order:  # a new pass over the data, in a seeded order
             order = torch.randperm(len(examples), generator=generator).tolist()
         indices, order = order[: args.batch_size], order[args.batch_size :]
+        indices = indices[accelerator.process_index :: processes] or indices[:1]
         lr = cosine_lr(step, total_steps, args.warmup, args.lr)
         set_lr(optimizer, lr)
-        input_ids, loss_mask, features, hidden = target_states(target, cache, indices, examples, device)
+        input_ids, loss_mask, features, hidden = batch_states(target, store, indices, examples, device)
         with torch.no_grad():
             target_logits = target.logits_from_hidden(hidden.to(target.dtype))
         with autocast(device, use_bf16):
-            loss, stats = ttt_loss(head, features, target_logits, input_ids, loss_mask, args.ttt_steps, args.decay)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(head.parameters(), args.grad_clip)
+            loss, losses, accuracies = model(features, target_logits, input_ids, loss_mask, normalizer)
+        accelerator.backward(loss)
+        accelerator.clip_grad_norm_(model.parameters(), args.grad_clip)
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
+        loss, losses, accuracies = (accelerator.reduce(t.detach(), "mean") for t in (loss, losses, accuracies))
         done = step + 1
-        bar.set_postfix(loss=f"{loss.item():.3f}", acc="/".join(f"{a:.2f}" for a in stats.accuracies))
-        log.write(step=done, epoch=f"{done / steps_per_epoch:.3f}", lr=f"{lr:.3e}", loss=f"{loss.item():.4f}",
-                  **{f"loss_{i}": f"{v:.4f}" for i, v in enumerate(stats.losses)},
-                  **{f"acc_{i}": f"{v:.4f}" for i, v in enumerate(stats.accuracies)})
-        if done % args.save_every == 0 or done == total_steps:
+        if main_process:
+            bar.set_postfix(loss=f"{loss.item():.3f}", acc="/".join(f"{a:.2f}" for a in accuracies.tolist()))
+            log.write(step=done, epoch=f"{done / steps_per_epoch:.3f}", lr=f"{lr:.3e}", loss=f"{loss.item():.4f}",
+                      **{f"loss_{i}": f"{v:.4f}" for i, v in enumerate(losses.tolist())},
+                      **{f"acc_{i}": f"{v:.4f}" for i, v in enumerate(accuracies.tolist())})
+        if (done % args.save_every == 0 or done == total_steps) and main_process:
             save_state(state_path, head, optimizer, done, data_rng=generator.get_state())
             save_head(head, args.out, DTYPES[args.save_dtype])
-    print(f"saved the head to {args.out}")
+        accelerator.wait_for_everyone()
+    if main_process:
+        print(f"saved the head to {args.out}")
+    accelerator.end_training()
     return 0
 
 

@@ -1,0 +1,194 @@
+"""Target features for head training, computed once and stored as sharded safetensors.
+
+    python -m eagle3.features --target DIR --data chats.jsonl --out runs/features [--regenerate]
+    python -m eagle3.train --target DIR --features runs/features --out HEAD_DIR
+
+Each shard holds a range of examples, concatenated along the token axis:
+    input_ids [N] int64, loss_mask [N] int8, offsets [n + 1] int64,
+    features  [N, 3H]  the fused low / mid / high states the head reads,
+    hidden    [N, H]   the target's final (normed) states; training turns them into the
+                       target's logits with its lm_head, a V/H-fold saving over storing logits.
+`index.json` names the target, its aux layers, the data and the shards. A shard is written
+under a temporary name and renamed when complete, and a rerun skips complete shards, so an
+interrupted run resumes where it stopped. `--regenerate` first replaces every assistant
+turn with the target's own reply (as the EAGLE reference trains), written to
+OUT/regenerated.jsonl.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from functools import lru_cache
+
+import torch
+from safetensors import safe_open
+from safetensors.torch import save_file
+from tqdm import tqdm
+
+from eagle3.data import Example, conversation_messages, load_examples, read_jsonl
+from eagle3.regenerate import continue_prompts
+from eagle3.target import DTYPES, Target, load_target
+
+INDEX = "index.json"
+
+
+def target_signature(target: Target) -> dict:
+    """What must match between the target that wrote the features and the one that trains on them."""
+    return {"hidden_size": target.hidden_size, "num_layers": target.num_layers, "vocab_size": target.vocab_size,
+            "aux_layer_ids": list(target.aux_layer_ids)}
+
+
+@torch.inference_mode()
+def write_features(target: Target, examples: list[Example], out: str, shard_size: int = 256, batch_size: int = 8,
+                   dtype: torch.dtype | None = None, source: str = "") -> dict:
+    """Compute and store the features of every example; skip shards already complete."""
+    os.makedirs(out, exist_ok=True)
+    shards = [(start, min(start + shard_size, len(examples))) for start in range(0, len(examples), shard_size)]
+    index = {"target": target_signature(target), "source": source, "examples": len(examples),
+             "shards": [{"file": f"shard-{i:05d}.safetensors", "start": a, "end": b} for i, (a, b) in enumerate(shards)]}
+    previous = os.path.join(out, INDEX)
+    if os.path.exists(previous):
+        with open(previous, encoding="utf-8") as f:
+            if json.load(f) != index:
+                raise ValueError(f"features: {out} holds features of other data or another target; use a new --out")
+    with open(previous, "w", encoding="utf-8") as f:
+        json.dump(index, f, indent=1)
+    todo = [s for s in index["shards"] if not os.path.exists(os.path.join(out, s["file"]))]
+    print(f"{len(examples)} examples in {len(shards)} shards; {len(shards) - len(todo)} already written")
+    for shard in tqdm(todo, desc="features", dynamic_ncols=True):
+        chunk = examples[shard["start"] : shard["end"]]
+        features, hidden = [], []
+        for start in range(0, len(chunk), batch_size):
+            batch = chunk[start : start + batch_size]
+            lengths = torch.tensor([len(e.input_ids) for e in batch])
+            ids = torch.zeros(len(batch), int(lengths.max()), dtype=torch.long)
+            for row, example in enumerate(batch):
+                ids[row, : len(example.input_ids)] = torch.tensor(example.input_ids)
+            attention = (torch.arange(ids.shape[1])[None] < lengths[:, None]).long()
+            f, h = target.training_states(ids.to(target.device), attention.to(target.device))
+            features += [f[row, :n].to(dtype or f.dtype).cpu() for row, n in enumerate(lengths.tolist())]
+            hidden += [h[row, :n].to(dtype or h.dtype).cpu() for row, n in enumerate(lengths.tolist())]
+        lengths = [len(e.input_ids) for e in chunk]
+        tensors = {
+            "input_ids": torch.tensor([t for e in chunk for t in e.input_ids], dtype=torch.long),
+            "loss_mask": torch.tensor([m for e in chunk for m in e.loss_mask], dtype=torch.int8),
+            "offsets": torch.tensor([0] + lengths).cumsum(0),
+            "features": torch.cat(features),
+            "hidden": torch.cat(hidden),
+        }
+        path = os.path.join(out, shard["file"])
+        save_file(tensors, path + ".tmp")
+        os.replace(path + ".tmp", path)  # complete or absent, never half-written
+    return index
+
+
+class FeatureStore:
+    """Read access to a directory written by `write_features`, one example at a time."""
+
+    def __init__(self, directory: str, target: Target | None = None):
+        path = os.path.join(directory, INDEX)
+        if not os.path.exists(path):
+            raise FileNotFoundError(f"features: no {INDEX} in {directory}; write it with python -m eagle3.features")
+        with open(path, encoding="utf-8") as f:
+            self.index = json.load(f)
+        self.directory = directory
+        missing = [s["file"] for s in self.index["shards"] if not os.path.exists(os.path.join(directory, s["file"]))]
+        if missing:
+            raise FileNotFoundError(f"features: {len(missing)} shards missing in {directory} (first {missing[0]}); "
+                                    "rerun python -m eagle3.features to complete them")
+        if target is not None and self.index["target"] != target_signature(target):
+            raise ValueError(f"features: written by a target with {self.index['target']}, "
+                             f"but this target has {target_signature(target)}")
+        self._shard = lru_cache(maxsize=4)(self._open)
+
+    def __len__(self) -> int:
+        return self.index["examples"]
+
+    def _open(self, number: int):
+        return safe_open(os.path.join(self.directory, self.index["shards"][number]["file"]), framework="pt")
+
+    def _locate(self, i: int) -> tuple[object, int, int]:
+        number = next(n for n, s in enumerate(self.index["shards"]) if s["start"] <= i < s["end"])
+        shard = self._shard(number)
+        offsets = shard.get_slice("offsets")
+        local = i - self.index["shards"][number]["start"]
+        start, end = (int(v) for v in offsets[local : local + 2])
+        return shard, start, end
+
+    def example(self, i: int) -> Example:
+        shard, start, end = self._locate(i)
+        return Example(shard.get_slice("input_ids")[start:end].tolist(), shard.get_slice("loss_mask")[start:end].tolist())
+
+    def states(self, i: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """features [n, 3H] and hidden [n, H] of example i."""
+        shard, start, end = self._locate(i)
+        return shard.get_slice("features")[start:end], shard.get_slice("hidden")[start:end]
+
+
+def regenerate_conversations(target: Target, records: list[dict], max_new_tokens: int, temperature: float,
+                             batch_size: int, seed: int) -> list[dict]:
+    """Each assistant turn replaced by the target's reply to the conversation before it
+    (earlier turns already regenerated). Needs a tokenizer with a chat template."""
+    if not getattr(target.tokenizer, "chat_template", None):
+        raise ValueError("regenerate: the target's tokenizer has no chat template to render the conversations")
+    conversations = [conversation_messages(r) for r in records]
+    for turn in range(max(len(c) for c in conversations)):
+        rows = [c for c in conversations if turn < len(c) and c[turn]["role"] == "assistant"]
+        if not rows:
+            continue
+        prompts = [target.tokenizer.apply_chat_template(c[:turn], tokenize=False, add_generation_prompt=True) for c in rows]
+        replies = continue_prompts(target, prompts, max_new_tokens, temperature, batch_size, seed + turn,
+                                   add_special_tokens=False)
+        for conversation, reply in zip(rows, replies):
+            conversation[turn] = {"role": "assistant", "content": reply.strip()}
+    return [{"conversations": c} for c in conversations]
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m eagle3.features", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--target", required=True, help="target model directory (or hub id where a network exists)")
+    parser.add_argument("--data", required=True, help='JSONL: {"text"}, {"conversations"} or {"messages"} per line')
+    parser.add_argument("--out", required=True, help="directory for index.json and the shards")
+    parser.add_argument("--max-length", type=int, default=2048, help="tokens per example")
+    parser.add_argument("--shard-size", type=int, default=256, help="examples per shard")
+    parser.add_argument("--batch-size", type=int, default=8)
+    parser.add_argument("--regenerate", action="store_true", help="replace the assistant turns with the target's replies")
+    parser.add_argument("--max-new-tokens", type=int, default=512, help="per regenerated reply")
+    parser.add_argument("--temperature", type=float, default=0.0, help="of the regenerated replies (0: greedy)")
+    parser.add_argument("--device", default="auto")
+    parser.add_argument("--dtype", default="auto", help="the target's dtype (auto: bfloat16 on CUDA, else float32)")
+    parser.add_argument("--save-dtype", default=None, choices=sorted(DTYPES), help="dtype of the stored states")
+    parser.add_argument("--seed", type=int, default=0)
+    return parser.parse_args(argv)
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    try:
+        target = load_target(args.target, args.device, args.dtype)
+        data = args.data
+        if args.regenerate:
+            data = os.path.join(args.out, "regenerated.jsonl")
+            if not os.path.exists(data):  # a rerun resumes with the replies already made
+                records = regenerate_conversations(target, read_jsonl(args.data), args.max_new_tokens,
+                                                   args.temperature, args.batch_size, args.seed)
+                os.makedirs(args.out, exist_ok=True)
+                with open(data + ".tmp", "w", encoding="utf-8") as f:
+                    f.writelines(json.dumps(r) + "\n" for r in records)
+                os.replace(data + ".tmp", data)
+        examples = load_examples(data, target.tokenizer, args.max_length)
+        write_features(target, examples, args.out, args.shard_size, args.batch_size,
+                       DTYPES[args.save_dtype] if args.save_dtype else None, source=os.path.abspath(args.data))
+    except (ValueError, FileNotFoundError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    print(f"wrote the features of {len(examples)} examples to {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

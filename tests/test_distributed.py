@@ -1,0 +1,103 @@
+"""Chat data with regenerated replies, sharded offline features, and two-process (gloo) training
+under `accelerate launch` that matches one process."""
+
+import csv
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from eagle3.data import load_examples
+from eagle3.features import FeatureStore
+from tests.models import make_target, make_tokenizer
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SAMPLE = os.path.join(ROOT, "assets", "data", "chat_sample.jsonl")
+TEMPLATE = ("{% for m in messages %}<{{ m.role }}>{{ m.content }}\n{% endfor %}"
+            "{% if add_generation_prompt %}<assistant>{% endif %}")
+
+
+def run(*args):
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": ROOT, "OMP_NUM_THREADS": "1"}
+    result = subprocess.run(args, capture_output=True, text=True, env=env, cwd=ROOT, timeout=600)
+    assert result.returncode == 0, result.stdout + result.stderr
+    return result.stdout + result.stderr
+
+
+@pytest.fixture(scope="module")
+def chat_target(tmp_path_factory):
+    root = tmp_path_factory.mktemp("chat")
+    tokenizer = make_tokenizer()
+    tokenizer.chat_template = TEMPLATE
+    target = make_target("llama", vocab_size=len(tokenizer), eos=tokenizer.eos_token_id)
+    target.model.save_pretrained(root / "target")
+    tokenizer.save_pretrained(root / "target")
+    return str(root / "target"), tokenizer, root
+
+
+@pytest.fixture(scope="module")
+def features(chat_target):
+    target, _, root = chat_target
+    out = str(root / "features")
+    log = run(sys.executable, "-m", "eagle3.features", "--target", target, "--data", SAMPLE, "--out", out, "--regenerate",
+              "--max-new-tokens", "12", "--shard-size", "4", "--device", "cpu")
+    assert "10 examples in 3 shards; 0 already written" in log
+    return out
+
+
+def test_loss_only_on_assistant_turns(chat_target):
+    _, tokenizer, _ = chat_target
+    for example in load_examples(SAMPLE, tokenizer, 512):
+        learned = tokenizer.decode([t for t, m in zip(example.input_ids, example.loss_mask) if m])
+        assert learned and "<user>" not in learned and "<system>" not in learned
+        assert "How" not in learned and "What" not in learned and "Explain" not in learned  # the questions
+
+
+def test_features_are_sharded_resumable_and_hold_regenerated_replies(chat_target, features):
+    target_dir, tokenizer, _ = chat_target
+    store = FeatureStore(features)
+    assert len(store) == 10 and len(store.index["shards"]) == 3
+    replies = open(os.path.join(features, "regenerated.jsonl"), encoding="utf-8").read()
+    assert "def is_prime" not in replies  # the written answers were replaced by the target's
+    example = store.example(5)
+    states, hidden = store.states(5)
+    assert states.shape == (len(example.input_ids), 3 * 64) and hidden.shape == (len(example.input_ids), 64)
+
+    shard = os.path.join(features, "shard-00001.safetensors")
+    before = FeatureStore(features).states(5)
+    os.remove(shard)
+    with pytest.raises(FileNotFoundError, match="1 shards missing"):
+        FeatureStore(features)
+    log = run(sys.executable, "-m", "eagle3.features", "--target", target_dir, "--data", SAMPLE, "--out", features,
+              "--regenerate", "--max-new-tokens", "12", "--shard-size", "4", "--device", "cpu")
+    assert "2 already written" in log
+    after = FeatureStore(features).states(5)
+    assert all(torch.equal(a, b) for a, b in zip(before, after))
+
+
+def losses(work):
+    with open(os.path.join(work, "log.csv"), encoding="utf-8") as f:
+        return [[float(row[k]) for k in row if k.startswith("loss")] for row in csv.DictReader(f)]
+
+
+def test_two_processes_train_like_one(chat_target, features):
+    target, _, root = chat_target
+    common = ["--target", target, "--features", features, "--max-steps", "6", "--batch-size", "4", "--lr", "3e-3",
+              "--warmup", "2", "--ttt-steps", "3", "--no-bf16", "--device", "cpu", "--draft-vocab-size", "200"]
+    run(sys.executable, "-m", "eagle3.train", *common, "--out", str(root / "one"), "--work", str(root / "work-one"))
+    # Without a GPU, --multi_gpu makes accelerate start CPU processes that talk over gloo.
+    log = run(sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2", "--num_machines", "1",
+              "--mixed_precision", "no", "--dynamo_backend", "no", "-m", "eagle3.train", *common,
+              "--out", str(root / "two"), "--work", str(root / "work-two"))
+    assert "2 process(es)" in log
+    one, two = losses(root / "work-one"), losses(root / "work-two")
+    assert len(one) == len(two) == 6  # one log, written by the first process only
+    assert one[-1][0] < one[0][0]
+    for a, b in zip(one, two):
+        assert a == pytest.approx(b, rel=2e-3, abs=2e-4)
+    weights = [torch.load(root / w / "state.pt", weights_only=True)["model"] for w in ("work-one", "work-two")]
+    for key in weights[0]:
+        assert torch.allclose(weights[0][key].float(), weights[1][key].float(), atol=1e-4), key
+    assert sorted(os.listdir(root / "two")) == ["config.json", "model.safetensors"]
