@@ -24,6 +24,35 @@ from eagle3.kv_cache import PreallocatedLayer
 ARCHITECTURES = ("LlamaForCausalLMEagle3", "Eagle3LlamaForCausalLM", "LlamaForCausalLM")
 
 
+def aux_layers_from_config(raw: dict) -> tuple[int, int, int] | None:
+    """Our aux layer ids (hidden_states indices: the input of decoder layer i) from config.json.
+
+    Two spellings are published, one layer apart: SpecForge and SGLang write
+    `eagle_config.eagle_aux_hidden_state_layer_ids` as the OUTPUT of layer i (SGLang adds 1
+    to capture them), vLLM reads a top-level `eagle_aux_hidden_state_layer_ids` as the INPUT
+    of layer i. Both present must agree."""
+    nested = (raw.get("eagle_config") or {}).get("eagle_aux_hidden_state_layer_ids")
+    top = raw.get("eagle_aux_hidden_state_layer_ids")
+    from_nested = tuple(int(i) + 1 for i in nested) if nested else None
+    from_top = tuple(int(i) for i in top) if top else None
+    if from_nested and from_top and from_nested != from_top:
+        raise ValueError(
+            f"eagle_aux_hidden_state_layer_ids: eagle_config says outputs of layers {list(nested)} (inputs of "
+            f"{list(from_nested)}) but the top-level list says inputs of {list(from_top)}; they must name the same layers"
+        )
+    return from_top or from_nested
+
+
+def aux_layers_to_config(aux: tuple[int, int, int] | None) -> dict:
+    """config.json fields that name the aux layers to both engines (nothing for the default)."""
+    if aux is None:
+        return {}
+    fields = {"eagle_aux_hidden_state_layer_ids": list(aux)}  # vLLM: inputs of these layers
+    if min(aux) >= 1:  # SpecForge / SGLang: outputs of the layers before
+        fields["eagle_config"] = {"eagle_aux_hidden_state_layer_ids": [i - 1 for i in aux], "use_aux_hidden_state": True}
+    return fields
+
+
 @dataclass
 class Eagle3Config:
     """The fields of a published head's config.json that define the module."""
@@ -67,10 +96,9 @@ class Eagle3Config:
         for name in ("hidden_size", "intermediate_size", "num_attention_heads", "vocab_size"):
             if name not in raw:
                 raise ValueError(f"{name}: missing from the head's config.json")
-        eagle = raw.get("eagle_config") or {}
-        aux = eagle.get("eagle_aux_hidden_state_layer_ids")
+        aux = aux_layers_from_config(raw)
         known = set(cls.__dataclass_fields__) | {"architectures", "num_hidden_layers", "eagle_config", "model_type",
-                                                 "tie_word_embeddings", "dtype"}
+                                                 "tie_word_embeddings", "dtype", "eagle_aux_hidden_state_layer_ids"}
         return cls(
             hidden_size=raw["hidden_size"],
             intermediate_size=raw["intermediate_size"],
@@ -85,7 +113,7 @@ class Eagle3Config:
             rope_scaling=raw.get("rope_scaling"),
             max_position_embeddings=raw.get("max_position_embeddings", 4096),
             hidden_act=raw.get("hidden_act", "silu"),
-            aux_layer_ids=tuple(aux) if aux else None,
+            aux_layer_ids=aux,
             architecture=architectures[0],
             torch_dtype=str(raw.get("torch_dtype") or raw.get("dtype") or "float32"),
             extra={k: v for k, v in raw.items() if k not in known},
@@ -99,8 +127,7 @@ class Eagle3Config:
         raw.update(fields)
         raw.update(architectures=[raw.pop("architecture")], model_type="llama", num_hidden_layers=1,
                    tie_word_embeddings=False)
-        if aux is not None:
-            raw["eagle_config"] = {"eagle_aux_hidden_state_layer_ids": list(aux), "use_aux_hidden_state": True}
+        raw.update(aux_layers_to_config(aux))
         return raw
 
     def llama_config(self) -> LlamaConfig:

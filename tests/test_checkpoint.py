@@ -66,7 +66,8 @@ def test_save_load_roundtrip_is_bit_exact(tmp_path, target):
     target.set_aux_layers((2, 3, 3))
     saved = json.load(open(tmp_path / "head" / "config.json"))
     assert saved["architectures"] == ["LlamaForCausalLMEagle3"] and saved["draft_vocab_size"] == 24
-    assert saved["eagle_config"]["eagle_aux_hidden_state_layer_ids"] == [1, 3, 4]
+    assert saved["eagle_config"]["eagle_aux_hidden_state_layer_ids"] == [0, 2, 3]  # SpecForge / SGLang: layer outputs
+    assert saved["eagle_aux_hidden_state_layer_ids"] == [1, 3, 4]  # vLLM: layer inputs
 
 
 @pytest.mark.parametrize("variant", ["safetensors", "bin", "vllm_names", "own_embedding", "identity_vocab"])
@@ -96,7 +97,9 @@ def test_published_state_dict_loads_and_decodes(tmp_path, target, variant):
     (lambda c, t: c.update(target_hidden_size=96), "target_hidden_size: the head has 96, the target has 64"),
     (lambda c, t: c.update(architectures=["GPT2LMHeadModel"]), "architectures: 'GPT2LMHeadModel'"),
     (lambda c, t: c.update(num_hidden_layers=2), "num_hidden_layers"),
-    (lambda c, t: c.update(eagle_config={"eagle_aux_hidden_state_layer_ids": [1, 3, 9]}), "eagle_aux_hidden_state_layer_ids"),
+    (lambda c, t: c.update(eagle_config={"eagle_aux_hidden_state_layer_ids": [1, 3, 8]}), "eagle_aux_hidden_state_layer_ids"),
+    (lambda c, t: c.update(eagle_aux_hidden_state_layer_ids=[1, 3, 4], eagle_config={"eagle_aux_hidden_state_layer_ids": [1, 3, 4]}),
+     "they must name the same layers"),
     (lambda c, t: t.pop("midlayer.self_attn.q_proj.weight"), r"missing key\(s\) midlayer.self_attn.q_proj.weight"),
     (lambda c, t: t.pop("d2t"), r"missing key\(s\) d2t"),
     (lambda c, t: t.update({"fc.weight": torch.zeros(64, 100)}), r"fc.weight: shape \[64, 100\] in the checkpoint, \[64, 192\]"),
