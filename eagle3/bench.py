@@ -22,6 +22,7 @@ from eagle3.acceptance import SamplingConfig
 from eagle3.adaptive import AdaptiveDepth, scaled_tree
 from eagle3.batch import generate_batch
 from eagle3.checkpoint import EMBEDDED_HEAD, EMBEDDED_TARGET, load_head
+from eagle3.compiled import compile_decoding
 from eagle3.data import read_jsonl
 from eagle3.decode import GenerationConfig, GenerationResult, clock, collect, encode_prompt, plain_decode, speculative_decode
 from eagle3.target import Target, load_target
@@ -189,6 +190,7 @@ def settings(target: Target, head, tree: TreeConfig, config: GenerationConfig, l
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else (platform.processor() or platform.machine())
     return {
         "device": str(device), "device_name": name, "torch_threads": torch.get_num_threads(), "cpu_count": os.cpu_count(),
+        "compiled": getattr(target.layers[0], "_compiled_call_impl", None) is not None,
         "dtype": str(target.dtype).removeprefix("torch."), "draft_dtype": str(head.fc.weight.dtype).removeprefix("torch."),
         "target_layers": target.num_layers,
         "depth": tree.depth, "top_k": tree.top_k, "total_tokens": tree.total_tokens,
@@ -266,6 +268,8 @@ def parse_args(argv=None):
     parser.add_argument("--dtype", default="auto", help="the target's dtype (auto: float32 on CPU, bfloat16 on CUDA)")
     parser.add_argument("--draft-dtype", default="auto", help="the head's dtype (auto: bfloat16 where it is fast)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--compile", action="store_true",
+                        help="torch.compile the decoder layers of the target and the head (dynamic shapes)")
     parser.add_argument("--sweep", default=None, metavar="depth=A..B",
                         help="also time each fixed depth A..B (node budget scaled with depth)")
     parser.add_argument("--adaptive", action="store_true",
@@ -325,6 +329,8 @@ def main(argv=None) -> int:
         depths, sizes = parse_sweep(args.sweep), parse_sizes(args.batch_sizes)
         target = load_target(args.target, args.device, args.dtype)
         head = load_head(args.draft, target, args.draft_dtype)
+        if args.compile:
+            compile_decoding(target, head)
         prompts = read_prompts(args.prompts)[: args.limit]
         config = GenerationConfig(args.max_new_tokens, SamplingConfig(args.temperature, args.top_p), args.seed)
         tree = TreeConfig(args.depth, args.top_k, args.total_tokens)

@@ -14,6 +14,7 @@ import transformers
 
 from eagle3.acceptance import SamplingConfig, TokenState
 from eagle3.checkpoint import EMBEDDED_HEAD, EMBEDDED_TARGET, load_head
+from eagle3.compiled import compile_decoding
 from eagle3.decode import GenerationConfig, plain_decode, speculative_decode
 from eagle3.target import load_target
 from eagle3.tree import TreeConfig
@@ -47,6 +48,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--dtype", default="auto", help="float32, bfloat16, float16 or auto")
     parser.add_argument("--draft-dtype", default="auto", help="the head's dtype (auto: bfloat16 where it is fast)")
     parser.add_argument("--seed", type=int, default=None, help="seed for sampling")
+    parser.add_argument("--compile", action="store_true",
+                        help="torch.compile the decoder layers of the target and the head (dynamic shapes)")
     parser.add_argument("--plain", action="store_true", help="plain decoding (the baseline), no draft head")
     parser.add_argument("--hide-rejected", action="store_true", help="do not show rejected draft tokens")
     parser.add_argument("--trust-remote-code", action="store_true", help="allow the target's own modelling code")
@@ -95,10 +98,12 @@ def main(argv=None) -> int:
         target = load_target(args.target, args.device, args.dtype, args.trust_remote_code)
         prompt = read_prompt(args, target.tokenizer)
         config = GenerationConfig(args.max_new_tokens, SamplingConfig(args.temperature, args.top_p, args.sample_top_k), args.seed)
+        head = None if args.plain else load_head(args.draft, target, args.draft_dtype)
+        if args.compile:
+            compile_decoding(target, head)
         if args.plain:
             events = plain_decode(target, prompt, config)
         else:
-            head = load_head(args.draft, target, args.draft_dtype)
             events = speculative_decode(target, head, prompt, TreeConfig(args.depth, args.top_k, args.total_tokens), config)
         sys.stdout.write(prompt)
         event = None

@@ -61,3 +61,14 @@ def test_bench_smoke_on_embedded_pair(tmp_path):
 def test_bench_sampled_reports_no_exact_match(tmp_path, model_dirs):
     report = run_bench(tmp_path, *model_dirs, "--temperature", "0.8", "--no-prompt-lookup")
     assert report["summary"]["exact_match"] is None and report["summary"]["hf_prompt_lookup_tokens_per_s"] is None
+
+
+def test_step_costs_on_a_tiny_shape(tmp_path):
+    from eagle3.costs import main as costs_main
+
+    assert costs_main(["--shape", "tiny", "--device", "cpu", "--context", "32", "--repeats", "3",
+                       "--json", str(tmp_path / "costs.json")]) == 0
+    report = json.load(open(tmp_path / "costs.json"))
+    for key in ("plain_step_ms", "draft_first_level_ms", "verify_16_ms", "verify_32_ms", "verify_64_ms"):
+        assert report[key] > 0, key
+    assert report["target_weight_gb"] > 0 and report["plain_tokens_per_s"] > 0

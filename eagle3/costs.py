@@ -1,0 +1,151 @@
+"""What one step of each kind costs on this device, for a target and head of a real model's shape.
+
+    python -m eagle3.costs --shape llama-3.1-8b --device cuda --json runs/costs.json
+    python -m eagle3.costs --shape tiny --device cpu        # the same measurement, small
+
+Random weights (the timings do not depend on them), in bfloat16 on CUDA. After a prefill
+of --context tokens it times, as medians of --repeats: one plain decoding step, one draft
+level (top_k nodes through the head, from the difference between drafting 1 and `depth`
+levels), and one verification of 16 / 32 / 64 tokens. Plain decoding is memory bound: its
+ceiling is the memory bandwidth over the bytes of the target's weights, given for the
+known GPUs (or --bandwidth-gb-s).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+
+import torch
+from transformers import LlamaConfig, LlamaForCausalLM
+from transformers.models.llama.modeling_llama import LlamaRotaryEmbedding
+
+from eagle3.decode import clock
+from eagle3.head import Eagle3Config, Eagle3Head
+from eagle3.kv_cache import KVCache
+from eagle3.target import Target, resolve_device, resolve_dtype
+from eagle3.tree import TreeConfig, draft_tree
+
+SHAPES = {  # target config; the head is one decoder layer of the same width
+    "llama-3.1-8b": dict(hidden_size=4096, intermediate_size=14336, num_hidden_layers=32, num_attention_heads=32,
+                         num_key_value_heads=8, vocab_size=128256, max_position_embeddings=8192, rope_theta=500000.0,
+                         draft_vocab_size=32000),
+    "tiny": dict(hidden_size=128, intermediate_size=256, num_hidden_layers=4, num_attention_heads=4,
+                 num_key_value_heads=2, vocab_size=1000, max_position_embeddings=2048, draft_vocab_size=500),
+}
+BANDWIDTH_GB_S = {"H200": 4800, "H100": 3350, "A100": 2039, "L40S": 864, "A10": 600, "L4": 300}  # HBM / GDDR peak
+
+
+def random_pair(shape: str, device: torch.device, dtype: torch.dtype) -> tuple[Target, Eagle3Head]:
+    fields = dict(SHAPES[shape])
+    draft_vocab_size = fields.pop("draft_vocab_size")
+    config = LlamaConfig(**fields, tie_word_embeddings=False)
+    with torch.device("meta"):
+        model = LlamaForCausalLM(config)
+    model = model.to_empty(device=device).to(dtype)
+    model.model.rotary_emb = LlamaRotaryEmbedding(config).to(device)  # its buffers are computed, not loaded
+    head_config = Eagle3Config(hidden_size=config.hidden_size, intermediate_size=config.intermediate_size,
+                               num_attention_heads=config.num_attention_heads,
+                               num_key_value_heads=config.num_key_value_heads, vocab_size=config.vocab_size,
+                               draft_vocab_size=draft_vocab_size, target_hidden_size=config.hidden_size,
+                               rope_theta=config.rope_parameters.get("rope_theta", 10000.0),
+                               max_position_embeddings=config.max_position_embeddings)
+    target = Target(model.eval())
+    head = Eagle3Head(head_config, target.input_embeddings).to(device=device, dtype=dtype).eval()
+    generator = torch.Generator(device).manual_seed(0)
+    with torch.no_grad():
+        for module in (model, head):
+            for name, p in module.named_parameters():
+                if "norm" in name:
+                    p.fill_(1.0)
+                else:
+                    p.normal_(0.0, 0.02, generator=generator)
+    return target, head
+
+
+def median_ms(fn, device: torch.device, repeats: int) -> float:
+    fn()  # warm-up
+    times = []
+    for _ in range(repeats):
+        start = clock(device)
+        fn()
+        times.append(clock(device) - start)
+    return round(statistics.median(times) * 1000, 3)
+
+
+@torch.inference_mode()
+def measure(target: Target, head: Eagle3Head, context: int, repeats: int, top_k: int = 8, depth: int = 4) -> dict:
+    device = target.device
+    cache = target.new_cache(context + 128)
+    ids = torch.randint(0, target.vocab_size, (1, max(context, 64)), device=device)
+    out = target.forward(ids[:, :context], torch.arange(context, device=device)[None], cache, logits_to_keep=1,
+                         capture=True)
+
+    def target_step(n: int):
+        def run():
+            positions = torch.arange(context, context + n, device=device)
+            ancestors = torch.ones(n, n, dtype=torch.bool, device=device).tril()  # a chain costs what any n-node tree does
+            target.forward(ids[:, :n], positions[None], cache, target.tree_mask(context, positions, ancestors), capture=True)
+            cache.truncate(context)
+        return run
+
+    draft_cache = KVCache(1, context + repeats * 4 + top_k * depth + 16)
+    draft_tree(head, draft_cache, out.features[0], ids[0, :context], TreeConfig(1, top_k, top_k + 1), 1)  # the prompt
+    feature, token = out.features[0, -1:], ids[0, context - 1 : context]
+
+    def draft(levels: int):
+        return lambda: draft_tree(head, draft_cache, feature, token, TreeConfig(depth, top_k, 1 + top_k * depth), levels)
+
+    def plain_step():
+        target.forward(ids[:, :1], torch.tensor([[context]], device=device), cache, logits_to_keep=1)
+        cache.truncate(context)
+
+    plain = median_ms(plain_step, device, repeats)
+    one, deep = median_ms(draft(1), device, repeats), median_ms(draft(depth), device, repeats)
+    result = {"plain_step_ms": plain, "draft_level_ms": round((deep - one) / (depth - 1), 3), "draft_first_level_ms": one,
+              "draft_top_k": top_k}
+    for n in (16, 32, 64):
+        result[f"verify_{n}_ms"] = median_ms(target_step(n), device, repeats)
+    weight_bytes = sum(p.numel() * p.element_size() for p in target.model.parameters())
+    result.update(plain_tokens_per_s=round(1000 / plain, 1), target_weight_gb=round(weight_bytes / 1e9, 3))
+    return result
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m eagle3.costs", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--shape", default="llama-3.1-8b", choices=sorted(SHAPES))
+    parser.add_argument("--device", default="auto")
+    parser.add_argument("--dtype", default="auto", help="auto: bfloat16 on CUDA, float32 on the CPU")
+    parser.add_argument("--context", type=int, default=512, help="tokens in the cache before each timed step")
+    parser.add_argument("--repeats", type=int, default=20)
+    parser.add_argument("--bandwidth-gb-s", type=float, default=None, help="memory bandwidth (default: known GPUs)")
+    parser.add_argument("--json", default=None)
+    args = parser.parse_args(argv)
+    try:
+        device = resolve_device(args.device)
+        dtype = resolve_dtype(args.dtype, device)
+    except ValueError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    target, head = random_pair(args.shape, device, dtype)
+    name = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
+    report = {"shape": args.shape, "device": name, "dtype": str(dtype).removeprefix("torch."), "context": args.context,
+              **measure(target, head, args.context, args.repeats)}
+    bandwidth = args.bandwidth_gb_s or next((v for k, v in BANDWIDTH_GB_S.items() if k in name), None)
+    if bandwidth:
+        report["bandwidth_gb_s"] = bandwidth
+        report["bandwidth_bound_tokens_per_s"] = round(bandwidth / report["target_weight_gb"], 1)
+    print(json.dumps(report, indent=1))
+    if args.json:
+        os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
+        with open(args.json, "w", encoding="utf-8") as f:
+            json.dump(report, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
