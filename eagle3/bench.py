@@ -14,6 +14,7 @@ import json
 import os
 import platform
 import sys
+from dataclasses import dataclass
 
 import torch
 from tqdm import tqdm
@@ -60,6 +61,26 @@ def timed(device, fn):
     return result, clock(device) - start
 
 
+@dataclass
+class Tally:
+    """One decoder's new tokens and seconds (and rounds, when speculative) summed over prompts."""
+
+    tokens: int = 0
+    seconds: float = 0.0
+    accepted: int = 0
+    rounds: int = 0
+
+    def add(self, output_ids: list[int], seconds: float, accepted_per_round: list[int] = ()) -> None:
+        self.tokens += len(output_ids)
+        self.seconds += seconds
+        self.accepted += sum(accepted_per_round)
+        self.rounds += len(accepted_per_round)
+
+    @property
+    def tokens_per_s(self) -> float | None:
+        return self.tokens / self.seconds if self.seconds > 0 else None
+
+
 def run(target: Target, head, prompts: list[str], tree: TreeConfig, config: GenerationConfig,
         lookup_tokens: int = 10, with_prompt_lookup: bool = True, warmup: int = 1, progress: bool = True,
         adaptive: tuple[int, int] | None = None) -> dict:
@@ -77,24 +98,20 @@ def run(target: Target, head, prompts: list[str], tree: TreeConfig, config: Gene
             hf_generate(target, prompt_ids, warm, lookup_tokens)
 
     rows, results = [], []
-    totals = {"plain": [0, 0.0], "eagle3": [0, 0.0], "hf_generate": [0, 0.0], "lookup": [0, 0.0]}
+    totals = {name: Tally() for name in ("plain", "eagle3", "hf_generate", "lookup")}
     for prompt, prompt_ids in tqdm(list(zip(prompts, encoded)), desc="bench", disable=not progress, dynamic_ncols=True):
         plain, plain_s = timed(device, lambda: collect(plain_decode(target, prompt_ids, config)))
         spec, spec_s = timed(device, lambda: collect(speculative_decode(target, head, prompt_ids, tree, config, policy())))
-        totals["plain"][0] += len(plain.output_ids)
-        totals["plain"][1] += plain_s
-        totals["eagle3"][0] += len(spec.output_ids)
-        totals["eagle3"][1] += spec_s
+        totals["plain"].add(plain.output_ids, plain_s)
+        totals["eagle3"].add(spec.output_ids, spec_s, spec.accepted_per_round)
         row = {"prompt": prompt, "plain_ids": plain.output_ids, "eagle3_ids": spec.output_ids, "tau": round(spec.tau, 4),
                "speedup": round(plain_s / spec_s, 4), "plain_s": round(plain_s, 4), "eagle3_s": round(spec_s, 4)}
         generate_ids, generate_s = timed(device, lambda: hf_generate(target, prompt_ids, config, None))
-        totals["hf_generate"][0] += len(generate_ids)
-        totals["hf_generate"][1] += generate_s
+        totals["hf_generate"].add(generate_ids, generate_s)
         row["hf_generate_s"] = round(generate_s, 4)
         if with_prompt_lookup:
             lookup_ids, lookup_s = timed(device, lambda: hf_generate(target, prompt_ids, config, lookup_tokens))
-            totals["lookup"][0] += len(lookup_ids)
-            totals["lookup"][1] += lookup_s
+            totals["lookup"].add(lookup_ids, lookup_s)
             row["hf_prompt_lookup_s"] = round(lookup_s, 4)
         rows.append(row)
         results.append(spec)
@@ -109,24 +126,21 @@ def sweep(target: Target, head, prompts: list[str], tree: TreeConfig, config: Ge
     variants = {f"depth={d}": (scaled_tree(tree, d), None) for d in depths}
     if adaptive:
         variants["adaptive"] = (tree, lambda: AdaptiveDepth(min(depths), max(depths)))
-    totals = {name: [0, 0.0, 0, 0] for name in ["plain", *variants]}  # tokens, seconds, accepted, rounds
+    totals = {name: Tally() for name in ["plain", *variants]}
     device = target.device
     for prompt_ids in tqdm([encode_prompt(target, p) for p in prompts], desc="sweep", disable=not progress):
         plain, seconds = timed(device, lambda: collect(plain_decode(target, prompt_ids, config)))
-        totals["plain"][:2] = [totals["plain"][0] + len(plain.output_ids), totals["plain"][1] + seconds]
+        totals["plain"].add(plain.output_ids, seconds)
         for name, (variant_tree, policy) in variants.items():
             result, seconds = timed(device, lambda: collect(speculative_decode(
                 target, head, prompt_ids, variant_tree, config, policy() if policy else None)))
-            entry = totals[name]
-            entry[0] += len(result.output_ids)
-            entry[1] += seconds
-            entry[2] += sum(result.accepted_per_round)
-            entry[3] += len(result.accepted_per_round)
-    rows = [{"variant": name, "speedup": round(totals["plain"][1] / t[1], 4), "tau": round((t[2] + t[3]) / max(1, t[3]), 3),
-             "tokens_per_s": round(t[0] / t[1], 2)} for name, t in totals.items() if name != "plain"]
+            totals[name].add(result.output_ids, seconds, result.accepted_per_round)
+    rows = [{"variant": name, "speedup": round(totals["plain"].seconds / t.seconds, 4),
+             "tau": round((t.accepted + t.rounds) / max(1, t.rounds), 3), "tokens_per_s": round(t.tokens_per_s, 2)}
+            for name, t in totals.items() if name != "plain"]
     fixed = [r for r in rows if r["variant"] != "adaptive"]
     best = max(fixed, key=lambda r: r["speedup"])
-    report = {"variants": rows, "plain_tokens_per_s": round(totals["plain"][0] / totals["plain"][1], 2),
+    report = {"variants": rows, "plain_tokens_per_s": round(totals["plain"].tokens_per_s, 2),
               "best_fixed": best["variant"], "best_fixed_speedup": best["speedup"]}
     if adaptive:
         report["adaptive_speedup"] = rows[-1]["speedup"]
@@ -160,22 +174,21 @@ def batch_throughput(target: Target, head, prompts: list[str], tree: TreeConfig,
     return {"sizes": rows, "crossover_batch_size": crossover, "max_speculative_batch": max_speculative_batch}
 
 
-def summarise(totals: dict, results: list[GenerationResult], rows: list[dict], tree: TreeConfig,
+def summarise(totals: dict[str, Tally], results: list[GenerationResult], rows: list[dict], tree: TreeConfig,
               config: GenerationConfig) -> dict:
     accepted = [a for r in results for a in r.accepted_per_round]
     rounds = max(1, len(accepted))
-    rate = lambda key: totals[key][0] / totals[key][1] if totals[key][1] > 0 else None  # noqa: E731
     return {
-        "speedup": round(totals["plain"][1] / totals["eagle3"][1], 4),
+        "speedup": round(totals["plain"].seconds / totals["eagle3"].seconds, 4),
         "tau": round(sum(a + 1 for a in accepted) / rounds, 4),
-        "plain_tokens_per_s": round(rate("plain"), 2),
-        "eagle3_tokens_per_s": round(rate("eagle3"), 2),
-        "hf_prompt_lookup_tokens_per_s": round(rate("lookup"), 2) if rate("lookup") else None,
-        "hf_generate_tokens_per_s": round(rate("hf_generate"), 2),  # the plain decoder must be at least this fast
+        "plain_tokens_per_s": round(totals["plain"].tokens_per_s, 2),
+        "eagle3_tokens_per_s": round(totals["eagle3"].tokens_per_s, 2),
+        "hf_prompt_lookup_tokens_per_s": round(totals["lookup"].tokens_per_s, 2) if totals["lookup"].tokens else None,
+        "hf_generate_tokens_per_s": round(totals["hf_generate"].tokens_per_s, 2),  # the plain decoder must be at least this fast
         "exact_match": all(r["plain_ids"] == r["eagle3_ids"] for r in rows) if config.sampling.greedy else None,
         "acceptance_by_position": [round(sum(a > i for a in accepted) / rounds, 4) for i in range(tree.depth)],
         "prompts": len(rows),
-        "new_tokens": totals["eagle3"][0],
+        "new_tokens": totals["eagle3"].tokens,
         "rounds": len(accepted),
         "time_split": {  # where EAGLE-3 spent its time, summed over prompts
             "draft_s": round(sum(r.draft_s for r in results), 3),

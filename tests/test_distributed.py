@@ -3,6 +3,7 @@ under `accelerate launch` that matches one process."""
 
 import csv
 import os
+import signal
 import subprocess
 import sys
 
@@ -19,11 +20,19 @@ TEMPLATE = ("{% for m in messages %}<{{ m.role }}>{{ m.content }}\n{% endfor %}"
             "{% if add_generation_prompt %}<assistant>{% endif %}")
 
 
-def run(*args):
+def run(*args, timeout: float = 300):
+    """Run a command in a session of its own, so that a timeout ends all of its processes."""
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": ROOT, "OMP_NUM_THREADS": "1"}
-    result = subprocess.run(args, capture_output=True, text=True, env=env, cwd=ROOT, timeout=600)
-    assert result.returncode == 0, result.stdout + result.stderr
-    return result.stdout + result.stderr
+    process = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, cwd=ROOT,
+                               start_new_session=True)
+    try:
+        output, _ = process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        output, _ = process.communicate()
+        pytest.fail(f"timed out after {timeout} s: {' '.join(args)}\n{output}")
+    assert process.returncode == 0, output
+    return output
 
 
 @pytest.fixture(scope="module")
