@@ -332,9 +332,10 @@ def respond(message, spec_chat, plain_chat, history, preset_name, depth, top_k, 
                       ("decoder", ("EAGLE-3", "plain")))
         rounds = frame(spec.round_rows, {"round": "float64", "tokens": "float64", "series": "object"},
                        ("series", ("this round", "running tau", "draft depth")))
-        summary = summary_html(spec, plain, config.sampling.greedy) if spec.last else "EAGLE-3 decoding…"
         if stopped:
             summary = f'<span class="differs">{html.escape(stopped)}</span>'
+        else:
+            summary = summary_html(spec, plain, config.sampling.greedy) if spec.last else "EAGLE-3 decoding…"
         return ("" if final else gr.skip(), spec_chat, plain_chat, history, rounds, speed, speedup_rows(spec, plain),
                 acceptance_rows(spec.accepted, tree.depth), tree_update, slider, summary, spec.trees)
 

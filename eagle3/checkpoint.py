@@ -179,12 +179,21 @@ def load_head(path: str, target: Target | None = None, dtype: str | torch.dtype 
 def save_head(head: Eagle3Head, path: str, dtype: torch.dtype | None = None) -> None:
     """Write config.json and model.safetensors in the published format; floating-point
     tensors in dtype (default: the head's own)."""
-    os.makedirs(path, exist_ok=True)
+    config, tensors = head_files(head, dtype)
+    write_head(path, config, tensors)
+
+
+def head_files(head: Eagle3Head, dtype: torch.dtype | None = None) -> tuple[dict, dict[str, torch.Tensor]]:
+    """The head's config.json fields and tensors, floating-point ones in dtype (default: its own)."""
     dtype = dtype or head.fc.weight.dtype
-    config = head.config
-    config.torch_dtype = str(dtype).removeprefix("torch.")
-    with open(os.path.join(path, CONFIG_NAME), "w", encoding="utf-8") as f:
-        json.dump(config.to_dict(), f, indent=2)
+    head.config.torch_dtype = str(dtype).removeprefix("torch.")
     tensors = {k: (v.to(dtype) if v.is_floating_point() else v).detach().contiguous().cpu()
                for k, v in head.state_dict().items()}
+    return head.config.to_dict(), tensors
+
+
+def write_head(path: str, config: dict, tensors: dict[str, torch.Tensor]) -> None:
+    os.makedirs(path, exist_ok=True)
+    with open(os.path.join(path, CONFIG_NAME), "w", encoding="utf-8") as f:
+        json.dump(config, f, indent=2)
     save_file(tensors, os.path.join(path, SAFETENSORS_NAME), metadata={"format": "pt"})

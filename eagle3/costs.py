@@ -47,14 +47,9 @@ def random_pair(shape: str, device: torch.device, dtype: torch.dtype) -> tuple[T
         model = LlamaForCausalLM(config)
     model = model.to_empty(device=device).to(dtype)
     model.model.rotary_emb = LlamaRotaryEmbedding(config).to(device)  # its buffers are computed, not loaded
-    head_config = Eagle3Config(hidden_size=config.hidden_size, intermediate_size=config.intermediate_size,
-                               num_attention_heads=config.num_attention_heads,
-                               num_key_value_heads=config.num_key_value_heads, vocab_size=config.vocab_size,
-                               draft_vocab_size=draft_vocab_size, target_hidden_size=config.hidden_size,
-                               rope_theta=config.rope_parameters.get("rope_theta", 10000.0),
-                               max_position_embeddings=config.max_position_embeddings)
     target = Target(model.eval())
-    head = Eagle3Head(head_config, target.input_embeddings).to(device=device, dtype=dtype).eval()
+    head = Eagle3Head(Eagle3Config.for_target(config, draft_vocab_size), target.input_embeddings)
+    head = head.to(device=device, dtype=dtype).eval()
     generator = torch.Generator(device).manual_seed(0)
     with torch.no_grad():
         for module in (model, head):

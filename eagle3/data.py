@@ -13,6 +13,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
+import torch
+
 ROLES = {"human": "user", "user": "user", "gpt": "assistant", "assistant": "assistant", "system": "system"}
 
 
@@ -20,6 +22,18 @@ ROLES = {"human": "user", "user": "user", "gpt": "assistant", "assistant": "assi
 class Example:
     input_ids: list[int]
     loss_mask: list[int]  # 1 where the token is one the head should learn to predict
+
+
+def pad_batch(examples: list[Example]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """input_ids, loss_mask and attention_mask [B, T] of the examples, right-padded with 0."""
+    length = max(len(e.input_ids) for e in examples)
+    ids = torch.zeros(len(examples), length, dtype=torch.long)
+    loss_mask = torch.zeros(len(examples), length, dtype=torch.long)
+    for row, example in enumerate(examples):
+        n = len(example.input_ids)
+        ids[row, :n], loss_mask[row, :n] = torch.tensor(example.input_ids), torch.tensor(example.loss_mask)
+    lengths = torch.tensor([len(e.input_ids) for e in examples])
+    return ids, loss_mask, (torch.arange(length)[None] < lengths[:, None]).long()
 
 
 def read_jsonl(path: str) -> list[dict]:

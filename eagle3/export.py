@@ -18,14 +18,11 @@ assume when none are named, is written without ids.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from dataclasses import dataclass
 
-from safetensors.torch import save_file
-
-from eagle3.checkpoint import CONFIG_NAME, SAFETENSORS_NAME, load_head
+from eagle3.checkpoint import head_files, load_head, write_head
 from eagle3.head import aux_layers_to_config
 from eagle3.target import DTYPES
 
@@ -64,26 +61,21 @@ def export_config(raw: dict, aux: tuple[int, int, int] | None, engine: Engine) -
     return raw
 
 
+def engine_key(key: str, engine: Engine) -> str:
+    """A tensor name in the engine's spelling: the decoder layer's keys take its prefix."""
+    return engine.layer_prefix + key.removeprefix("midlayer.") if key.startswith("midlayer.") else key
+
+
 def export_head(head_dir: str, engine_name: str, out: str, dtype: str | None = None) -> dict:
     """Write `head_dir` for the engine into `out`; the config written."""
     if engine_name not in ENGINES:
         raise ValueError(f"engine: {engine_name!r} is not one of {', '.join(ENGINES)}")
     engine = ENGINES[engine_name]
     head = load_head(head_dir, None, dtype=None)
-    weight_dtype = DTYPES[dtype] if dtype else head.fc.weight.dtype
-    config = head.config
-    config.torch_dtype = str(weight_dtype).removeprefix("torch.")
-    raw = export_config(config.to_dict(), config.aux_layer_ids, engine)
-    tensors = {}
-    for key, value in head.state_dict().items():
-        if key.startswith("midlayer."):
-            key = engine.layer_prefix + key[len("midlayer."):]
-        tensors[key] = (value.to(weight_dtype) if value.is_floating_point() else value).detach().contiguous().cpu()
-    os.makedirs(out, exist_ok=True)
-    with open(os.path.join(out, CONFIG_NAME), "w", encoding="utf-8") as f:
-        json.dump(raw, f, indent=2)
-    save_file(tensors, os.path.join(out, SAFETENSORS_NAME), metadata={"format": "pt"})
-    return raw
+    config, tensors = head_files(head, DTYPES[dtype] if dtype else None)
+    config = export_config(config, head.config.aux_layer_ids, engine)
+    write_head(out, config, {engine_key(key, engine): value for key, value in tensors.items()})
+    return config
 
 
 def main(argv=None) -> int:

@@ -28,9 +28,10 @@ from safetensors import safe_open
 from safetensors.torch import save_file
 from tqdm import tqdm
 
-from eagle3.data import Example, conversation_messages, load_examples, read_jsonl
+from eagle3.data import Example, conversation_messages, load_examples, pad_batch, read_jsonl
 from eagle3.regenerate import continue_prompts
 from eagle3.target import DTYPES, Target, load_target
+from eagle3.training import written_whole
 
 INDEX = "index.json"
 
@@ -62,15 +63,11 @@ def write_features(target: Target, examples: list[Example], out: str, shard_size
         chunk = examples[shard["start"] : shard["end"]]
         features, hidden = [], []
         for start in range(0, len(chunk), batch_size):
-            batch = chunk[start : start + batch_size]
-            lengths = torch.tensor([len(e.input_ids) for e in batch])
-            ids = torch.zeros(len(batch), int(lengths.max()), dtype=torch.long)
-            for row, example in enumerate(batch):
-                ids[row, : len(example.input_ids)] = torch.tensor(example.input_ids)
-            attention = (torch.arange(ids.shape[1])[None] < lengths[:, None]).long()
+            ids, _, attention = pad_batch(chunk[start : start + batch_size])
             f, h = target.training_states(ids.to(target.device), attention.to(target.device))
-            features += [f[row, :n].to(dtype or f.dtype).cpu() for row, n in enumerate(lengths.tolist())]
-            hidden += [h[row, :n].to(dtype or h.dtype).cpu() for row, n in enumerate(lengths.tolist())]
+            lengths = attention.sum(1).tolist()
+            features += [f[row, :n].to(dtype or f.dtype).cpu() for row, n in enumerate(lengths)]
+            hidden += [h[row, :n].to(dtype or h.dtype).cpu() for row, n in enumerate(lengths)]
         lengths = [len(e.input_ids) for e in chunk]
         tensors = {
             "input_ids": torch.tensor([t for e in chunk for t in e.input_ids], dtype=torch.long),
@@ -79,9 +76,8 @@ def write_features(target: Target, examples: list[Example], out: str, shard_size
             "features": torch.cat(features),
             "hidden": torch.cat(hidden),
         }
-        path = os.path.join(out, shard["file"])
-        save_file(tensors, path + ".tmp")
-        os.replace(path + ".tmp", path)  # complete or absent, never half-written
+        with written_whole(os.path.join(out, shard["file"])) as temporary:
+            save_file(tensors, temporary)
     return index
 
 
@@ -177,9 +173,8 @@ def main(argv=None) -> int:
                 records = regenerate_conversations(target, read_jsonl(args.data), args.max_new_tokens,
                                                    args.temperature, args.batch_size, args.seed)
                 os.makedirs(args.out, exist_ok=True)
-                with open(data + ".tmp", "w", encoding="utf-8") as f:
+                with written_whole(data) as temporary, open(temporary, "w", encoding="utf-8") as f:
                     f.writelines(json.dumps(r) + "\n" for r in records)
-                os.replace(data + ".tmp", data)
         examples = load_examples(data, target.tokenizer, args.max_length)
         write_features(target, examples, args.out, args.shard_size, args.batch_size,
                        DTYPES[args.save_dtype] if args.save_dtype else None, source=os.path.abspath(args.data))

@@ -82,6 +82,20 @@ class Eagle3Config:
             self.head_dim = self.hidden_size // self.num_attention_heads
 
     @classmethod
+    def for_target(cls, config, draft_vocab_size: int) -> "Eagle3Config":
+        """A head shaped like one decoder layer of the target with this (transformers) config."""
+        rope = dict(config.rope_parameters or {})
+        rope_theta = rope.pop("rope_theta", 10000.0)
+        return cls(
+            hidden_size=config.hidden_size, intermediate_size=config.intermediate_size,
+            num_attention_heads=config.num_attention_heads, num_key_value_heads=config.num_key_value_heads,
+            head_dim=getattr(config, "head_dim", None), vocab_size=config.vocab_size, draft_vocab_size=draft_vocab_size,
+            target_hidden_size=config.hidden_size, rms_norm_eps=config.rms_norm_eps, rope_theta=rope_theta,
+            rope_scaling=None if rope.get("rope_type", "default") == "default" else rope,
+            max_position_embeddings=config.max_position_embeddings,
+        )
+
+    @classmethod
     def from_dict(cls, raw: dict) -> "Eagle3Config":
         """Parse a published config.json; a missing or unknown field is named in the error."""
         architectures = raw.get("architectures") or ["LlamaForCausalLMEagle3"]

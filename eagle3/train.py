@@ -25,10 +25,11 @@ import sys
 import time
 
 import torch
+from torch.nn.utils.rnn import pad_sequence
 from tqdm import tqdm
 
 from eagle3.checkpoint import save_head
-from eagle3.data import Example, load_examples
+from eagle3.data import Example, load_examples, pad_batch
 from eagle3.features import FeatureStore
 from eagle3.head import Eagle3Config, Eagle3Head, UnrolledKV
 from eagle3.target import DTYPES, Target, bf16_supported, load_target
@@ -54,29 +55,12 @@ def build_draft_vocab(examples: list[Example], vocab_size: int, draft_vocab_size
 
 def new_head(target: Target, draft_vocab_size: int, seed: int) -> Eagle3Head:
     """A freshly initialised head shaped like one decoder layer of the target."""
-    config = target.config
-    head_config = Eagle3Config(
-        hidden_size=config.hidden_size, intermediate_size=config.intermediate_size,
-        num_attention_heads=config.num_attention_heads, num_key_value_heads=config.num_key_value_heads,
-        head_dim=getattr(config, "head_dim", None), vocab_size=config.vocab_size, draft_vocab_size=draft_vocab_size,
-        target_hidden_size=config.hidden_size, rms_norm_eps=config.rms_norm_eps,
-        rope_theta=config.rope_parameters.get("rope_theta", 10000.0), rope_scaling=_rope_scaling(config),
-        max_position_embeddings=config.max_position_embeddings,
-    )
     torch.manual_seed(seed)
-    head = Eagle3Head(head_config, target.input_embeddings)
+    head = Eagle3Head(Eagle3Config.for_target(target.config, draft_vocab_size), target.input_embeddings)
     for module in head.modules():
         if isinstance(module, torch.nn.Linear):
             torch.nn.init.normal_(module.weight, std=0.02)
     return head
-
-
-def _rope_scaling(config) -> dict | None:
-    parameters = dict(config.rope_parameters or {})
-    if parameters.get("rope_type", "default") == "default":
-        return None
-    parameters.pop("rope_theta", None)
-    return parameters
 
 
 def shift(x: torch.Tensor, by: int, fill=0) -> torch.Tensor:
@@ -128,23 +112,14 @@ class TTTLoss(torch.nn.Module):
 
 def batch_states(target: Target, store: FeatureStore | None, indices: list[int], examples: list[Example], device):
     """Padded batch: input_ids, loss_mask, features, final hidden states (from the store when given)."""
-    length = max(len(examples[i].input_ids) for i in indices)
-    ids = torch.zeros(len(indices), length, dtype=torch.long)
-    mask = torch.zeros(len(indices), length, dtype=torch.long)
-    for row, i in enumerate(indices):
-        n = len(examples[i].input_ids)
-        ids[row, :n], mask[row, :n] = torch.tensor(examples[i].input_ids), torch.tensor(examples[i].loss_mask)
+    ids, loss_mask, attention = pad_batch([examples[i] for i in indices])
     if store is None:
-        lengths = torch.tensor([len(examples[i].input_ids) for i in indices])
-        attention = (torch.arange(length)[None] < lengths[:, None]).long()
         features, hidden = target.training_states(ids.to(device), attention.to(device))
-        return ids.to(device), mask.to(device), features, hidden
-    stored = [store.states(i) for i in indices]
-    features = torch.zeros(len(indices), length, stored[0][0].shape[-1], dtype=stored[0][0].dtype)
-    hidden = torch.zeros(len(indices), length, stored[0][1].shape[-1], dtype=stored[0][1].dtype)
-    for row, (f, h) in enumerate(stored):
-        features[row, : len(f)], hidden[row, : len(h)] = f, h
-    return ids.to(device), mask.to(device), features.to(device), hidden.to(device)
+    else:
+        stored = [store.states(i) for i in indices]
+        features = pad_sequence([f for f, _ in stored], batch_first=True).to(device)
+        hidden = pad_sequence([h for _, h in stored], batch_first=True).to(device)
+    return ids.to(device), loss_mask.to(device), features, hidden
 
 
 def parse_args(argv=None):

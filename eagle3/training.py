@@ -6,6 +6,7 @@ import csv
 import math
 import os
 import random
+from contextlib import contextmanager
 
 import numpy as np
 import torch
@@ -54,13 +55,21 @@ class CsvLog:
             csv.writer(f).writerow([row.get(k, "") for k in self.fields])
 
 
+@contextmanager
+def written_whole(path: str):
+    """Yield a temporary name to write to; it becomes `path` only once the writing is done,
+    so that an interrupted run leaves the file complete or absent, never half-written."""
+    yield path + ".tmp"
+    os.replace(path + ".tmp", path)
+
+
 def save_state(path: str, model: torch.nn.Module, optimizer: torch.optim.Optimizer, step: int, **extra) -> None:
     """Everything needed to resume: weights, optimiser, step and the RNG states."""
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     state = {"model": model.state_dict(), "optimizer": optimizer.state_dict(), "step": step,
              "torch_rng": torch.get_rng_state(), **extra}
-    torch.save(state, path + ".tmp")
-    os.replace(path + ".tmp", path)  # never leave a half-written checkpoint behind
+    with written_whole(path) as temporary:
+        torch.save(state, temporary)
 
 
 def load_state(path: str, model: torch.nn.Module, optimizer: torch.optim.Optimizer) -> dict:

@@ -60,7 +60,8 @@ def rss_mib(pid: int) -> float:
     return int(line.split()[1]) / 1024
 
 
-def start_app(port: int, max_queue: int, log) -> subprocess.Popen:
+def start_app(port: int, log, max_queue: int = 32) -> subprocess.Popen:
+    """`python app.py` as a user runs it, on 127.0.0.1:port, once it answers; its output goes to `log`."""
     server = subprocess.Popen([sys.executable, "app.py", "--port", str(port), "--max-queue", str(max_queue)], cwd=ROOT,
                               stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "HF_HUB_OFFLINE": "1"})
     deadline = time.time() + 120
@@ -71,7 +72,8 @@ def start_app(port: int, max_queue: int, log) -> subprocess.Popen:
         except OSError:
             if server.poll() is not None or time.time() > deadline:
                 server.kill()
-                raise RuntimeError(f"app.py did not start (see {log.name})") from None
+                with open(log.name, encoding="utf-8") as f:
+                    raise RuntimeError(f"app.py did not start:\n{f.read()}") from None
             time.sleep(0.5)
 
 
@@ -91,7 +93,7 @@ def run(clients: int = 20, requests: int = 3, max_new_tokens: int = 16, max_queu
     port = free_port()
     url = f"http://127.0.0.1:{port}/"
     with open(log_path, "w") as log:
-        server = start_app(port, max_queue, log)
+        server = start_app(port, log, max_queue)
         try:
             request(Client(url, verbose=False), PROMPTS[0], max_new_tokens)  # warm-up: the first run allocates
             time.sleep(1)

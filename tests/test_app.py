@@ -3,19 +3,15 @@
 import os
 import re
 import shutil
-import socket
-import subprocess
-import sys
 import time
-import urllib.request
 
 import pytest
 
 import app
 from eagle3.acceptance import TokenState
 from eagle3.events import Token, TreeView
+from tests.load import free_port, start_app
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PROMPT = 'def is_even(n):\n    """Return True if n is even."""\n'
 
 
@@ -124,32 +120,15 @@ def test_device_error_is_reported_and_the_app_recovers(monkeypatch):
 # ---------------------------------------------------------------------------- served app
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def served(tmp_path_factory):
     """`python app.py` as a user runs it (decoding on its main thread), on a free port."""
     port = free_port()
-    log = open(tmp_path_factory.mktemp("app") / "app.log", "w+")
-    server = subprocess.Popen([sys.executable, "app.py", "--port", str(port)], cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}/"
-    deadline = time.time() + 120
-    while True:
-        try:
-            urllib.request.urlopen(url, timeout=5)
-            break
-        except OSError:
-            if server.poll() is not None or time.time() > deadline:
-                log.seek(0)
-                pytest.fail(f"app.py did not start:\n{log.read()}")
-            time.sleep(0.5)
-    yield server, url
-    server.terminate()
-    server.wait(timeout=30)
+    with open(tmp_path_factory.mktemp("app") / "app.log", "w") as log:
+        server = start_app(port, log)
+        yield server, f"http://127.0.0.1:{port}/"
+        server.terminate()
+        server.wait(timeout=30)
 
 
 def test_gradio_client_streams_and_cancels(served):
