@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
 
+from eagle3.gguf import dequantized, find_gguf
 from eagle3.kv_cache import KVCache
 from eagle3.masks import additive_mask, in_window, tree_allowed
 
@@ -224,13 +225,17 @@ def load_target(
 ) -> Target:
     """Load a Llama / Qwen2 / Qwen3 / Mistral causal LM and its tokenizer.
 
-    `path` is a local directory, or a hub id where a network is available.
+    `path` is a local model directory, a `.gguf` file or a directory holding one (see
+    `eagle3.gguf`), or a hub id where a network is available.
     """
     torch_device = resolve_device(device)
     torch_dtype = resolve_dtype(dtype, torch_device)
-    if not os.path.isdir(path) and os.environ.get("HF_HUB_OFFLINE") == "1":
+    gguf = find_gguf(path)
+    if gguf is not None:
+        path = dequantized(gguf)
+    elif not os.path.isdir(path) and os.environ.get("HF_HUB_OFFLINE") == "1":
         raise FileNotFoundError(
-            f"target: '{path}' is not a local directory and HF_HUB_OFFLINE=1 forbids downloading it"
+            f"target: '{path}' is not a local directory or .gguf file and HF_HUB_OFFLINE=1 forbids downloading it"
         )
     try:
         tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=trust_remote_code)
