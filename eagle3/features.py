@@ -143,6 +143,39 @@ def regenerate_conversations(target: Target, records: list[dict], max_new_tokens
     return [{"conversations": c} for c in conversations]
 
 
+def regenerate_file(target: Target, data: str, out: str, max_new_tokens: int, temperatures: list[float],
+                    batch_size: int, seed: int, chunk_size: int = 128, limit: int | None = None) -> str:
+    """OUT/regenerated.jsonl: the records of `data` with the target's own replies.
+
+    Chunk c of chunk_size records is answered at temperatures[c % len(temperatures)] (so
+    "0,0,0.7" makes two thirds greedy and one third sampled replies) and written to
+    OUT/regenerated/part-c.jsonl once done; a rerun skips the parts already written, also
+    when it is given a `limit` (the first records only) after the first run was stopped."""
+    final = os.path.join(out, "regenerated.jsonl")
+    if os.path.exists(final):
+        return final
+    records = read_jsonl(data)[:limit]
+    parts = os.path.join(out, "regenerated")
+    os.makedirs(parts, exist_ok=True)
+    chunks = range(0, len(records), chunk_size)
+    names = [os.path.join(parts, f"part-{c:05d}.jsonl") for c in range(len(chunks))]
+    done = sum(os.path.exists(name) for name in names)
+    print(f"regenerating {len(records)} conversations in {len(names)} chunks; {done} already written")
+    for c, (start, name) in enumerate(zip(chunks, names)):
+        if os.path.exists(name):
+            continue
+        chunk = records[start : start + chunk_size]
+        answered = regenerate_conversations(target, chunk, max_new_tokens, temperatures[c % len(temperatures)],
+                                            batch_size, seed + 1000 * c)
+        with written_whole(name) as temporary, open(temporary, "w", encoding="utf-8") as f:
+            f.writelines(json.dumps({**r, **a}) + "\n" for r, a in zip(chunk, answered))
+    with written_whole(final) as temporary, open(temporary, "w", encoding="utf-8") as f:
+        for name in names:
+            with open(name, encoding="utf-8") as part:
+                f.write(part.read())
+    return final
+
+
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(prog="python -m eagle3.features", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -154,7 +187,13 @@ def parse_args(argv=None):
     parser.add_argument("--batch-size", type=int, default=8)
     parser.add_argument("--regenerate", action="store_true", help="replace the assistant turns with the target's replies")
     parser.add_argument("--max-new-tokens", type=int, default=512, help="per regenerated reply")
-    parser.add_argument("--temperature", type=float, default=0.0, help="of the regenerated replies (0: greedy)")
+    parser.add_argument("--regenerate-only", action="store_true",
+                        help="stop once the replies are written (e.g. to make them in bfloat16, then rerun for the "
+                             "features in float32, as inference will read them)")
+    parser.add_argument("--limit", type=int, default=None, help="regenerate only the first N records of --data "
+                                                              "(a multiple of 128 reuses the chunks of a longer run)")
+    parser.add_argument("--temperatures", default="0", help="of the regenerated replies, comma-separated: chunks of "
+                                                            "records take them in turn (0: greedy)")
     parser.add_argument("--device", default="auto")
     parser.add_argument("--dtype", default="auto", help="the target's dtype (auto: bfloat16 on CUDA, else float32)")
     parser.add_argument("--save-dtype", default=None, choices=sorted(DTYPES), help="dtype of the stored states")
@@ -168,13 +207,12 @@ def main(argv=None) -> int:
         target = load_target(args.target, args.device, args.dtype)
         data = args.data
         if args.regenerate:
-            data = os.path.join(args.out, "regenerated.jsonl")
-            if not os.path.exists(data):  # a rerun resumes with the replies already made
-                records = regenerate_conversations(target, read_jsonl(args.data), args.max_new_tokens,
-                                                   args.temperature, args.batch_size, args.seed)
-                os.makedirs(args.out, exist_ok=True)
-                with written_whole(data) as temporary, open(temporary, "w", encoding="utf-8") as f:
-                    f.writelines(json.dumps(r) + "\n" for r in records)
+            temperatures = [float(t) for t in args.temperatures.split(",")]
+            data = regenerate_file(target, args.data, args.out, args.max_new_tokens, temperatures, args.batch_size,
+                                   args.seed, limit=args.limit)
+            if args.regenerate_only:
+                print(f"wrote the replies to {data}")
+                return 0
         examples = load_examples(data, target.tokenizer, args.max_length)
         write_features(target, examples, args.out, args.shard_size, args.batch_size,
                        DTYPES[args.save_dtype] if args.save_dtype else None, source=os.path.abspath(args.data))

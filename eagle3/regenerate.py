@@ -106,9 +106,9 @@ def main(argv=None) -> int:
     args = parse_args(argv)
     target = load_target(args.target, args.device)
     if args.prompts:
-        from eagle3.bench import read_prompts
+        from eagle3.prompts import read_prompts
 
-        prompts = read_prompts(args.prompts)
+        prompts = [r.first for r in read_prompts(args.prompts)]
     else:
         prompts = stdlib_prompts(args.samples, args.seed)
     temperatures = [float(t) for t in args.temperatures.split(",")]
