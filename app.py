@@ -1,6 +1,6 @@
 """EAGLE-3, live: speculative decoding next to plain decoding, every token coloured by its fate.
 
-    python app.py                      # the embedded pair, on 127.0.0.1:7860
+    python app.py                      # SmolLM2-135M-Instruct + its EAGLE-3 head, on 127.0.0.1:7860
     python app.py --target DIR --draft DIR --device cuda --host 0.0.0.0
 
 This file is the UI only (layout, events, rendering); decoding lives in `eagle3/`.
@@ -32,10 +32,12 @@ from eagle3.adaptive import AdaptiveDepth
 from eagle3.decode import plain_decode, speculative_decode
 from eagle3.events import RoundEvent, Token, TreeView
 from eagle3.presets import PRESETS, Preset
+from eagle3.prompts import fit_chat, read_prompts
 from eagle3.runner import MainThreadRunner
 
 ROOT = os.path.dirname(os.path.abspath(__file__))
 MAX_NEW_TOKENS, MAX_PROMPT_CHARS = 1024, 16000  # enforced here, whatever the sliders say
+MAX_CONTEXT = 4096  # tokens of history + reply; older turns are dropped to stay within it
 UPDATES_PER_S = 15
 TREE_UPDATES_PER_S = 2
 
@@ -45,10 +47,11 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--host", default=os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1"))
     parser.add_argument("--port", type=int, default=int(os.environ.get("GRADIO_SERVER_PORT", "7860")))
     parser.add_argument("--target", default=os.environ.get("EAGLE3_TARGET"),
-                        help="a target directory or hub id (default: the embedded pair; env EAGLE3_TARGET)")
+                        help="a target directory, .gguf file or hub id (default: the presets, SmolLM2 first; env EAGLE3_TARGET)")
     parser.add_argument("--draft", default=os.environ.get("EAGLE3_DRAFT"), help="the EAGLE-3 head for --target (env EAGLE3_DRAFT)")
     parser.add_argument("--device", default="auto", help="cpu, cuda, cuda:N or auto")
-    parser.add_argument("--dtype", default="auto", help="the target's dtype: float32, bfloat16, float16 or auto")
+    parser.add_argument("--dtype", default=None, help="the target's dtype: float32, bfloat16, float16 or auto "
+                                                      "(default: each pair's own)")
     parser.add_argument("--trust-remote-code", action="store_true",
                         help="let targets run the Python code their hub repository ships (off: only transformers' own)")
     parser.add_argument("--allow-any-model", action="store_true",
@@ -83,7 +86,7 @@ class Models:
         if name not in self.loaded:
             preset = self.presets.get(name) or self.custom(name)
             try:
-                target = load_target(preset.target, self.device, self.dtype, self.trust_remote_code)
+                target = load_target(preset.target, self.device, self.dtype or preset.dtype, self.trust_remote_code)
                 head = load_head(preset.head, target)
             except (ValueError, FileNotFoundError, OSError) as error:
                 raise gr.Error(f"Cannot load {name}: {error}") from error
@@ -273,16 +276,14 @@ def legend_html() -> str:
 # ---------------------------------------------------------------------------- events
 
 
-def build_prompt(preset: Preset, tokenizer, message: str, history: list[tuple[str, str]]) -> str:
-    """Instruct targets get their chat template (with the conversation so far); the
-    embedded code model continues the message as it is."""
+def build_prompt(preset: Preset, tokenizer, message: str, history: list[tuple[str, str]],
+                 budget: int) -> tuple[str | list[int], int]:
+    """Instruct targets get their chat template with as much of the conversation as fits in
+    `budget` tokens (the oldest turns go first; returns how many went); the embedded code
+    model continues the message as it is."""
     if not preset.chat:
-        return message
-    turns = []
-    for user, assistant in history:
-        turns += [{"role": "user", "content": user}, {"role": "assistant", "content": assistant}]
-    turns.append({"role": "user", "content": message})
-    return tokenizer.apply_chat_template(turns, tokenize=False, add_generation_prompt=True)
+        return message, 0
+    return fit_chat(tokenizer, history, message, budget)
 
 
 def parse_request(message: str, history, preset_name, depth, top_k, total_tokens, temperature, top_p, max_new_tokens):
@@ -297,7 +298,12 @@ def parse_request(message: str, history, preset_name, depth, top_k, total_tokens
     config = GenerationConfig(int(min(max_new_tokens, MAX_NEW_TOKENS)), SamplingConfig(float(temperature), float(top_p)),
                               seed=0)
     config.validate()
-    return target, head, build_prompt(preset, target.tokenizer, message, history), tree, config
+    budget = min(target.max_context, MAX_CONTEXT) - config.max_new_tokens
+    prompt, dropped = build_prompt(preset, target.tokenizer, message, history, budget)
+    if dropped:
+        gr.Info(f"context: the {dropped} oldest turn(s) of this chat were left out to keep the prompt within "
+                f"{budget} tokens ({min(target.max_context, MAX_CONTEXT)} minus max new tokens)")
+    return target, head, prompt, tree, config
 
 
 def respond(message, spec_chat, plain_chat, history, preset_name, depth, top_k, total_tokens, temperature, top_p,
@@ -379,16 +385,19 @@ def tree_html(trees: list[tuple[TreeView, list[int]]], index: int, tokenizer) ->
 # ---------------------------------------------------------------------------- layout
 
 
-def example_prompts(count: int = 6) -> list[str]:
-    with open(os.path.join(ROOT, "assets", "prompts", "code.jsonl"), encoding="utf-8") as f:
-        return [json.loads(line)["prompt"] for line in f if line.strip()][:count]
+def example_prompts(count: int = 8) -> list[str]:
+    """First turns of the chat evaluation set, one from each of its first categories."""
+    records, seen = read_prompts(os.path.join(ROOT, "assets", "prompts", "chat.jsonl")), set()
+    chosen = [r.first for r in records if not (r.category in seen or seen.add(r.category))]
+    return chosen[:count]
 
 
 def build_demo() -> gr.Blocks:
     first = PRESET_LIST[0]
     with gr.Blocks(title="EAGLE-3, live") as demo:
-        gr.Markdown("# EAGLE-3, live\nSpeculative decoding with an EAGLE-3 draft head next to plain decoding, "
-                    "on the same prompt, one after the other, each timed on its own compute.")
+        gr.Markdown("# EAGLE-3, live\nChat with a real model: each reply is decoded twice from the same "
+                    "conversation, by speculative decoding with an EAGLE-3 draft head (left) and by plain decoding "
+                    "(right), one after the other, each timed on its own compute.")
         gr.HTML(legend_html())
         history, trees = gr.State([]), gr.State([])
         with gr.Row():
@@ -398,7 +407,8 @@ def build_demo() -> gr.Blocks:
                                            feedback_options=None, buttons=["copy"])
                     plain_chat = gr.Chatbot(label="Plain decoding", elem_id="plain-pane", render_markdown=False,
                                             height=420, feedback_options=None, buttons=["copy"])
-                message = gr.Textbox(label="Prompt", lines=3, placeholder="def fibonacci(n):", elem_id="prompt")
+                message = gr.Textbox(label="Message", lines=3, placeholder="Ask a question, or pick an example below",
+                                     elem_id="prompt")
                 with gr.Row():
                     send = gr.Button("Generate", variant="primary", elem_id="send")
                     stop = gr.Button("Stop", elem_id="stop")

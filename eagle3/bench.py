@@ -1,10 +1,14 @@
 """Benchmark EAGLE-3 against plain decoding and Hugging Face prompt-lookup decoding.
 
-    python -m eagle3.bench --prompts assets/prompts/code.jsonl --max-new-tokens 128 --json runs/bench.json
+    python -m eagle3.bench --prompts assets/prompts/chat.jsonl --json runs/bench.json
+    python -m eagle3.bench --prompts humaneval
 
-Per prompt, on one device and one after the other: plain decoding, EAGLE-3 speculative
-decoding, Hugging Face `model.generate` and `model.generate(prompt_lookup_num_tokens=...)`,
-each timed by wall clock around the whole call. Speedup = total plain time / total EAGLE-3 time.
+With no other flag the benchmark measures what the app shows by default: its default
+pair, dtype, tree and chat mode (a record with `turns` is decoded as its first turn,
+rendered with the target's chat template). Per prompt, on one device and one after the
+other: plain decoding, EAGLE-3 speculative decoding, Hugging Face `model.generate` and
+`model.generate(prompt_lookup_num_tokens=...)`, each timed by wall clock around the whole
+call. Speedup = total plain time / total EAGLE-3 time, overall and per category.
 """
 
 from __future__ import annotations
@@ -22,25 +26,13 @@ from tqdm import tqdm
 from eagle3.acceptance import SamplingConfig
 from eagle3.adaptive import AdaptiveDepth, scaled_tree
 from eagle3.batch import generate_batch
-from eagle3.checkpoint import EMBEDDED_HEAD, EMBEDDED_TARGET, load_head
+from eagle3.checkpoint import load_head
 from eagle3.compiled import compile_decoding
-from eagle3.data import read_jsonl
 from eagle3.decode import GenerationConfig, GenerationResult, clock, collect, encode_prompt, plain_decode, speculative_decode
+from eagle3.presets import DEFAULT, preset_for
+from eagle3.prompts import PromptRecord, prompt_ids as record_ids, read_prompts
 from eagle3.target import Target, load_target
 from eagle3.tree import TreeConfig
-
-
-def read_prompts(path: str) -> list[str]:
-    """{"prompt": str} per line, or Spec-Bench style {"turns": [str, ...]} (first turn)."""
-    prompts = []
-    for number, record in enumerate(read_jsonl(path), 1):
-        if isinstance(record.get("prompt"), str):
-            prompts.append(record["prompt"])
-        elif isinstance(record.get("turns"), list) and record["turns"]:
-            prompts.append(str(record["turns"][0]))
-        else:
-            raise ValueError(f"{path}:{number}: needs a 'prompt' string or a non-empty 'turns' list")
-    return prompts
 
 
 def hf_generate(target: Target, prompt_ids: list[int], config: GenerationConfig, lookup_tokens: int | None) -> list[int]:
@@ -81,14 +73,21 @@ class Tally:
         return self.tokens / self.seconds if self.seconds > 0 else None
 
 
-def run(target: Target, head, prompts: list[str], tree: TreeConfig, config: GenerationConfig,
-        lookup_tokens: int = 10, with_prompt_lookup: bool = True, warmup: int = 1, progress: bool = True,
-        adaptive: tuple[int, int] | None = None) -> dict:
+def encode_records(target: Target, records: list[PromptRecord], chat: bool) -> list[list[int]]:
+    """The exact ids each record is decoded from (checked like any prompt)."""
+    if target.tokenizer is None:
+        raise ValueError("prompts: the target has no tokenizer to encode them")
+    return [encode_prompt(target, record_ids(r, target.tokenizer, chat)) for r in records]
+
+
+def run(target: Target, head, records: list[PromptRecord], tree: TreeConfig, config: GenerationConfig,
+        chat: bool = False, lookup_tokens: int = 10, with_prompt_lookup: bool = True, warmup: int = 1,
+        progress: bool = True, adaptive: tuple[int, int] | None = None) -> dict:
     """Benchmark every prompt; returns the JSON report (see the README for its fields).
     adaptive: (min, max) depth bounds to let the adaptive policy choose each round's depth."""
     policy = (lambda: AdaptiveDepth(*adaptive)) if adaptive else (lambda: None)  # noqa: E731
     device = target.device
-    encoded = [encode_prompt(target, p) for p in prompts]
+    encoded = encode_records(target, records, chat)
     warm = GenerationConfig(16, config.sampling, config.seed)
     for prompt_ids in encoded[:warmup]:
         collect(plain_decode(target, prompt_ids, warm))
@@ -99,27 +98,49 @@ def run(target: Target, head, prompts: list[str], tree: TreeConfig, config: Gene
 
     rows, results = [], []
     totals = {name: Tally() for name in ("plain", "eagle3", "hf_generate", "lookup")}
-    for prompt, prompt_ids in tqdm(list(zip(prompts, encoded)), desc="bench", disable=not progress, dynamic_ncols=True):
+    for record, prompt_ids in tqdm(list(zip(records, encoded)), desc="bench", disable=not progress, dynamic_ncols=True):
         plain, plain_s = timed(device, lambda: collect(plain_decode(target, prompt_ids, config)))
         spec, spec_s = timed(device, lambda: collect(speculative_decode(target, head, prompt_ids, tree, config, policy())))
         totals["plain"].add(plain.output_ids, plain_s)
         totals["eagle3"].add(spec.output_ids, spec_s, spec.accepted_per_round)
-        row = {"prompt": prompt, "plain_ids": plain.output_ids, "eagle3_ids": spec.output_ids, "tau": round(spec.tau, 4),
-               "speedup": round(plain_s / spec_s, 4), "plain_s": round(plain_s, 4), "eagle3_s": round(spec_s, 4)}
+        row = {"id": record.id, "category": record.category, "prompt": record.first, "prompt_ids": prompt_ids,
+               "plain_ids": plain.output_ids, "eagle3_ids": spec.output_ids, "tau": round(spec.tau, 4),
+               "rounds": len(spec.accepted_per_round),
+               "accepted_drafts": sum(spec.accepted_per_round), "speedup": round(plain_s / spec_s, 4), "plain_s": round(plain_s, 4), "eagle3_s": round(spec_s, 4)}
         generate_ids, generate_s = timed(device, lambda: hf_generate(target, prompt_ids, config, None))
         totals["hf_generate"].add(generate_ids, generate_s)
         row["hf_generate_s"] = round(generate_s, 4)
+        if config.sampling.greedy:
+            row["hf_generate_matches"] = generate_ids == spec.output_ids
         if with_prompt_lookup:
             lookup_ids, lookup_s = timed(device, lambda: hf_generate(target, prompt_ids, config, lookup_tokens))
             totals["lookup"].add(lookup_ids, lookup_s)
             row["hf_prompt_lookup_s"] = round(lookup_s, 4)
         rows.append(row)
         results.append(spec)
-    return {"summary": summarise(totals, results, rows, tree, config), "prompts": rows,
-            "settings": settings(target, head, tree, config, lookup_tokens)}
+    return {"summary": summarise(totals, results, rows, tree, config), "categories": by_category(rows),
+            "prompts": rows, "settings": settings(target, head, tree, config, lookup_tokens)}
 
 
-def sweep(target: Target, head, prompts: list[str], tree: TreeConfig, config: GenerationConfig, depths: list[int],
+def by_category(rows: list[dict]) -> dict[str, dict]:
+    """Speedup (summed plain time / summed EAGLE-3 time) and tau per category of prompt."""
+    table = {}
+    for category in sorted({r["category"] for r in rows}):
+        chosen = [r for r in rows if r["category"] == category]
+        rounds = sum(r["rounds"] for r in chosen)
+        lookup = [r["hf_prompt_lookup_s"] for r in chosen if "hf_prompt_lookup_s" in r]
+        plain_s, spec_s = sum(r["plain_s"] for r in chosen), sum(r["eagle3_s"] for r in chosen)
+        table[category or "-"] = {
+            "prompts": len(chosen), "speedup": round(plain_s / spec_s, 4),
+            "tau": round((rounds + sum(r["accepted_drafts"] for r in chosen)) / max(1, rounds), 4),
+            "plain_tokens_per_s": round(sum(len(r["plain_ids"]) for r in chosen) / plain_s, 2),
+            "eagle3_tokens_per_s": round(sum(len(r["eagle3_ids"]) for r in chosen) / spec_s, 2),
+            "hf_prompt_lookup_speedup": round(plain_s / sum(lookup), 4) if len(lookup) == len(chosen) else None,
+        }
+    return table
+
+
+def sweep(target: Target, head, encoded: list[list[int]], tree: TreeConfig, config: GenerationConfig, depths: list[int],
           adaptive: bool, progress: bool = True) -> dict:
     """Speedup of each fixed depth (node budget scaled with it) and of the adaptive policy,
     all timed per prompt right after one plain run of the same prompt."""
@@ -128,7 +149,7 @@ def sweep(target: Target, head, prompts: list[str], tree: TreeConfig, config: Ge
         variants["adaptive"] = (tree, lambda: AdaptiveDepth(min(depths), max(depths)))
     totals = {name: Tally() for name in ["plain", *variants]}
     device = target.device
-    for prompt_ids in tqdm([encode_prompt(target, p) for p in prompts], desc="sweep", disable=not progress):
+    for prompt_ids in tqdm(encoded, desc="sweep", disable=not progress):
         plain, seconds = timed(device, lambda: collect(plain_decode(target, prompt_ids, config)))
         totals["plain"].add(plain.output_ids, seconds)
         for name, (variant_tree, policy) in variants.items():
@@ -148,12 +169,12 @@ def sweep(target: Target, head, prompts: list[str], tree: TreeConfig, config: Ge
     return report
 
 
-def batch_throughput(target: Target, head, prompts: list[str], tree: TreeConfig, config: GenerationConfig,
+def batch_throughput(target: Target, head, prompts: list[list[int]], tree: TreeConfig, config: GenerationConfig,
                      batch_sizes: list[int], max_speculative_batch: int | None = None, progress: bool = True) -> dict:
     """Tokens/s over whole batches, plain batched vs speculative batched, for each batch
     size, on the same prompts (repeated to fill the largest batch)."""
     count = max(len(prompts), max(batch_sizes))
-    encoded = [encode_prompt(target, prompts[i % len(prompts)]) for i in range(count)]
+    encoded = [prompts[i % len(prompts)] for i in range(count)]
     generate_batch(target, head, encoded[:2], tree, GenerationConfig(8, config.sampling, config.seed))  # warm-up
     rows = []
     for size in tqdm(batch_sizes, desc="batch sizes", disable=not progress):
@@ -225,6 +246,13 @@ def print_table(report: dict) -> None:
           f"prompt lookup {lookup if lookup is not None else '-'} tok/s | speedup {s['speedup']:.2f}x | "
           f"tau {s['tau']:.2f} | exact match {s['exact_match']}")
     print("acceptance by position: " + " ".join(f"{a:.2f}" for a in s["acceptance_by_position"]))
+    split = s["time_split"]
+    print(f"time split: draft {split['draft_s']} s, verify {split['verify_s']} s, bookkeeping {split['bookkeeping_s']} s")
+    if len(report["categories"]) > 1:
+        print(f"\n{'category':<14} {'prompts':>7} {'speedup':>8} {'tau':>5} {'lookup':>7}")
+        for name, row in report["categories"].items():
+            lookup = f"{row['hf_prompt_lookup_speedup']:.2f}x" if row["hf_prompt_lookup_speedup"] else "-"
+            print(f"{name:<14} {row['prompts']:>7} {row['speedup']:>7.2f}x {row['tau']:>5.2f} {lookup:>7}")
 
 
 def plot(report: dict, path: str) -> None:
@@ -265,20 +293,28 @@ def plot(report: dict, path: str) -> None:
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(prog="python -m eagle3.bench", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--target", default=EMBEDDED_TARGET)
-    parser.add_argument("--draft", default=EMBEDDED_HEAD)
-    parser.add_argument("--prompts", default="assets/prompts/code.jsonl")
+    parser.add_argument("--target", default=DEFAULT.target, help="a target directory, .gguf file or hub id "
+                                                                 "(default: the app's default pair)")
+    parser.add_argument("--draft", default=None, help="the EAGLE-3 head (default: the default pair's, else required)")
+    parser.add_argument("--prompts", default="assets/prompts/chat.jsonl",
+                        help="a JSONL file of prompts, or a named set: humaneval, mtbench")
+    parser.add_argument("--chat", action=argparse.BooleanOptionalAction, default=None,
+                        help="render records with turns through the chat template (default: as the pair's preset, "
+                             "else when the tokenizer has a template)")
     parser.add_argument("--limit", type=int, default=None, help="only the first N prompts")
+    parser.add_argument("--per-category", type=int, default=None, metavar="N",
+                        help="only the first N prompts of each category (a smaller set with every category)")
     parser.add_argument("--max-new-tokens", type=int, default=128)
     parser.add_argument("--temperature", type=float, default=0.0)
     parser.add_argument("--top-p", type=float, default=1.0)
-    parser.add_argument("--depth", type=int, default=TreeConfig.depth)
-    parser.add_argument("--top-k", type=int, default=TreeConfig.top_k)
-    parser.add_argument("--total-tokens", type=int, default=TreeConfig.total_tokens)
+    parser.add_argument("--depth", type=int, default=None, help="default: the preset's tree, else TreeConfig's")
+    parser.add_argument("--top-k", type=int, default=None)
+    parser.add_argument("--total-tokens", type=int, default=None)
     parser.add_argument("--prompt-lookup-tokens", type=int, default=10)
     parser.add_argument("--no-prompt-lookup", action="store_true", help="skip the Hugging Face prompt-lookup baseline")
     parser.add_argument("--device", default="auto")
-    parser.add_argument("--dtype", default="auto", help="the target's dtype (auto: float32 on CPU, bfloat16 on CUDA)")
+    parser.add_argument("--dtype", default=None, help="the target's dtype (default: the preset's, else auto: "
+                                                      "float32 on CPU, bfloat16 on CUDA)")
     parser.add_argument("--draft-dtype", default="auto", help="the head's dtype (auto: bfloat16 where it is fast)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--compile", action="store_true",
@@ -295,6 +331,18 @@ def parse_args(argv=None):
     parser.add_argument("--json", default=None, help="write the report here")
     parser.add_argument("--plot", default=None, help="draw speedup per prompt and acceptance by position (PNG)")
     return parser.parse_args(argv)
+
+
+def first_per_category(records: list[PromptRecord], count: int | None) -> list[PromptRecord]:
+    """The first `count` records of each category, in file order (all when count is None)."""
+    if count is None:
+        return records
+    kept, taken = [], {}
+    for record in records:
+        taken[record.category] = taken.get(record.category, 0) + 1
+        if taken[record.category] <= count:
+            kept.append(record)
+    return kept
 
 
 def parse_sweep(text: str | None) -> list[int] | None:
@@ -338,25 +386,35 @@ def print_extras(report: dict) -> None:
 
 def main(argv=None) -> int:
     args = parse_args(argv)
+    preset = preset_for(args.target)
     try:
         depths, sizes = parse_sweep(args.sweep), parse_sizes(args.batch_sizes)
-        target = load_target(args.target, args.device, args.dtype)
-        head = load_head(args.draft, target, args.draft_dtype)
+        draft = args.draft or (preset.head if preset else None)
+        if draft is None:
+            raise ValueError(f"--draft: no head is known for --target {args.target}; name one")
+        target = load_target(args.target, args.device, args.dtype or (preset.dtype if preset else "auto"))
+        head = load_head(draft, target, args.draft_dtype)
         if args.compile:
             compile_decoding(target, head)
-        prompts = read_prompts(args.prompts)[: args.limit]
+        records = first_per_category(read_prompts(args.prompts), args.per_category)[: args.limit]
+        chat = args.chat if args.chat is not None else (
+            preset.chat if preset else bool(getattr(target.tokenizer, "chat_template", None)))
         config = GenerationConfig(args.max_new_tokens, SamplingConfig(args.temperature, args.top_p), args.seed)
-        tree = TreeConfig(args.depth, args.top_k, args.total_tokens)
+        base = preset.tree if preset else TreeConfig()
+        tree = TreeConfig(args.depth or base.depth, args.top_k or base.top_k, args.total_tokens or base.total_tokens)
         bounds = (min(depths), max(depths)) if depths else (1, 10)
-        report = {} if args.skip_main else run(target, head, prompts, tree, config, args.prompt_lookup_tokens,
+        report = {} if args.skip_main else run(target, head, records, tree, config, chat, args.prompt_lookup_tokens,
                                                not args.no_prompt_lookup, adaptive=bounds if args.adaptive else None)
+        if depths or sizes:
+            encoded = encode_records(target, records, chat)
         if depths:
-            report["sweep"] = sweep(target, head, prompts, tree, config, depths, args.adaptive)
+            report["sweep"] = sweep(target, head, encoded, tree, config, depths, args.adaptive)
         if sizes:
-            report["batch"] = batch_throughput(target, head, prompts, tree, config, sizes, args.max_speculative_batch)
+            report["batch"] = batch_throughput(target, head, encoded, tree, config, sizes, args.max_speculative_batch)
     except (ValueError, FileNotFoundError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
+    report.setdefault("settings", {}).update(target=args.target, draft=draft, prompts=args.prompts, chat=chat)
     if "summary" in report:
         print_table(report)
     print_extras(report)

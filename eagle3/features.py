@@ -150,10 +150,9 @@ def regenerate_file(target: Target, data: str, out: str, max_new_tokens: int, te
     Chunk c of chunk_size records is answered at temperatures[c % len(temperatures)] (so
     "0,0,0.7" makes two thirds greedy and one third sampled replies) and written to
     OUT/regenerated/part-c.jsonl once done; a rerun skips the parts already written, also
-    when it is given a `limit` (the first records only) after the first run was stopped."""
+    with another `limit` (the first records only) or other temperatures for the parts still
+    to make. regenerated.jsonl is the parts of this call, joined."""
     final = os.path.join(out, "regenerated.jsonl")
-    if os.path.exists(final):
-        return final
     records = read_jsonl(data)[:limit]
     parts = os.path.join(out, "regenerated")
     os.makedirs(parts, exist_ok=True)

@@ -1,7 +1,10 @@
 """Generate from the command line, with every token coloured by its fate.
 
-    python -m eagle3.generate --prompt "def fibonacci(n):"
+    python -m eagle3.generate --prompt "What is a prime number?"      # the app's default pair, as a chat
     python -m eagle3.generate --target DIR --draft DIR --prompt TEXT --temperature 0.7 --seed 1
+
+A target that is one of the presets (by default SmolLM2-135M-Instruct in checkpoints/)
+brings its head, dtype, tree and chat mode as defaults; flags override them.
 """
 
 from __future__ import annotations
@@ -13,9 +16,11 @@ import sys
 import transformers
 
 from eagle3.acceptance import SamplingConfig, TokenState
-from eagle3.checkpoint import EMBEDDED_HEAD, EMBEDDED_TARGET, load_head
+from eagle3.checkpoint import load_head
 from eagle3.compiled import compile_decoding
 from eagle3.decode import GenerationConfig, plain_decode, speculative_decode
+from eagle3.presets import DEFAULT, preset_for
+from eagle3.prompts import chat_ids, chat_prompt
 from eagle3.target import load_target
 from eagle3.tree import TreeConfig
 
@@ -31,21 +36,25 @@ RESET = "\033[0m"
 def parse_args(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m eagle3.generate", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--target", default=EMBEDDED_TARGET, help="target model directory or hub id (default: the embedded target)")
-    parser.add_argument("--draft", default=EMBEDDED_HEAD, help="EAGLE-3 head directory (default: the embedded head)")
+    parser.add_argument("--target", default=DEFAULT.target,
+                        help="target model directory, .gguf file or hub id (default: checkpoints/smollm2)")
+    parser.add_argument("--draft", default=None, help="EAGLE-3 head directory (default: the preset's head for --target)")
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--prompt", help="prompt text")
     source.add_argument("--prompt-file", help="read the prompt from a UTF-8 text file")
-    parser.add_argument("--chat", action="store_true", help="wrap the prompt in the tokenizer's chat template")
+    parser.add_argument("--chat", action=argparse.BooleanOptionalAction, default=None,
+                        help="wrap the prompt in the tokenizer's chat template (default: the preset's mode, "
+                             "else when the tokenizer has a template)")
     parser.add_argument("--max-new-tokens", type=int, default=128)
     parser.add_argument("--temperature", type=float, default=0.0, help="0 is greedy (default)")
     parser.add_argument("--top-p", type=float, default=1.0, help="nucleus sampling threshold in (0, 1]")
     parser.add_argument("--sample-top-k", type=int, default=0, help="sample among the k most likely tokens (0: all)")
-    parser.add_argument("--depth", type=int, default=TreeConfig.depth, help="draft tree depth")
-    parser.add_argument("--top-k", type=int, default=TreeConfig.top_k, help="draft tree branching")
-    parser.add_argument("--total-tokens", type=int, default=TreeConfig.total_tokens, help="tree nodes verified per round, root included")
+    parser.add_argument("--depth", type=int, default=None, help="draft tree depth (default: the preset's tree, "
+                                                                 "else TreeConfig's)")
+    parser.add_argument("--top-k", type=int, default=None, help="draft tree branching")
+    parser.add_argument("--total-tokens", type=int, default=None, help="tree nodes verified per round, root included")
     parser.add_argument("--device", default="auto", help="cpu, cuda, cuda:N or auto")
-    parser.add_argument("--dtype", default="auto", help="float32, bfloat16, float16 or auto")
+    parser.add_argument("--dtype", default=None, help="float32, bfloat16, float16 or auto (default: the preset's)")
     parser.add_argument("--draft-dtype", default="auto", help="the head's dtype (auto: bfloat16 where it is fast)")
     parser.add_argument("--seed", type=int, default=None, help="seed for sampling")
     parser.add_argument("--compile", action="store_true",
@@ -56,7 +65,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def read_prompt(args: argparse.Namespace, tokenizer) -> str:
+def read_prompt(args: argparse.Namespace, tokenizer, chat: bool) -> tuple[str, str | list[int]]:
+    """The prompt as shown, and as decoded (a chat prompt's ids, rendered with the template)."""
     if args.prompt_file is not None:
         try:
             with open(args.prompt_file, encoding="utf-8") as f:
@@ -67,11 +77,9 @@ def read_prompt(args: argparse.Namespace, tokenizer) -> str:
             raise FileNotFoundError(f"prompt file: cannot read '{args.prompt_file}' ({error.strerror})") from error
     else:
         prompt = args.prompt
-    if args.chat:
-        if getattr(tokenizer, "chat_template", None) is None:
-            raise ValueError("chat: the target's tokenizer has no chat template")
-        prompt = tokenizer.apply_chat_template([{"role": "user", "content": prompt}], tokenize=False, add_generation_prompt=True)
-    return prompt
+    if chat:
+        return chat_prompt(tokenizer, [], prompt), chat_ids(tokenizer, [], prompt)
+    return prompt, prompt
 
 
 def render(token, color: bool, show_rejected: bool) -> str:
@@ -94,18 +102,27 @@ def main(argv=None) -> int:
     args = parse_args(argv)
     transformers.utils.logging.disable_progress_bar()  # the output is the continuation, nothing else
     color = sys.stdout.isatty() and "NO_COLOR" not in os.environ
+    preset = preset_for(args.target)
     try:
-        target = load_target(args.target, args.device, args.dtype, args.trust_remote_code)
-        prompt = read_prompt(args, target.tokenizer)
+        target = load_target(args.target, args.device, args.dtype or (preset.dtype if preset else "auto"),
+                             args.trust_remote_code)
+        chat = args.chat if args.chat is not None else (
+            preset.chat if preset else bool(getattr(target.tokenizer, "chat_template", None)))
+        shown, prompt = read_prompt(args, target.tokenizer, chat)
         config = GenerationConfig(args.max_new_tokens, SamplingConfig(args.temperature, args.top_p, args.sample_top_k), args.seed)
-        head = None if args.plain else load_head(args.draft, target, args.draft_dtype)
+        draft = args.draft or (preset.head if preset else None)
+        if not args.plain and draft is None:
+            raise ValueError(f"--draft: no head is known for --target {args.target}; name one, or use --plain")
+        head = None if args.plain else load_head(draft, target, args.draft_dtype)
         if args.compile:
             compile_decoding(target, head)
+        base = preset.tree if preset else TreeConfig()
+        tree = TreeConfig(args.depth or base.depth, args.top_k or base.top_k, args.total_tokens or base.total_tokens)
         if args.plain:
             events = plain_decode(target, prompt, config)
         else:
-            events = speculative_decode(target, head, prompt, TreeConfig(args.depth, args.top_k, args.total_tokens), config)
-        sys.stdout.write(prompt)
+            events = speculative_decode(target, head, prompt, tree, config)
+        sys.stdout.write(shown)
         event = None
         for event in events:
             sys.stdout.write("".join(render(t, color, not args.hide_rejected) for t in event.tokens))

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["TRANSFORMERS_OFFLINE"] = "1"
+# GGUF targets are dequantised into this cache (the app's subprocesses inherit it); gone at the end
+TEST_CACHE = os.environ["EAGLE3_CACHE"] = tempfile.mkdtemp(prefix="eagle3-test-cache-")
 
 import pytest
 
@@ -38,3 +42,17 @@ def embedded():
 
     target = load_target(EMBEDDED_TARGET, "cpu", "float32")
     return target, load_head(EMBEDDED_HEAD, target)
+
+
+@pytest.fixture(scope="session")
+def default_pair():
+    """The app's default pair: SmolLM2-135M-Instruct from its shipped GGUF, and its head."""
+    from eagle3 import load_head, load_target
+    from eagle3.presets import DEFAULT
+
+    target = load_target(DEFAULT.target, "cpu", DEFAULT.dtype)
+    return target, load_head(DEFAULT.head, target)
+
+
+def pytest_unconfigure(config):
+    shutil.rmtree(TEST_CACHE, ignore_errors=True)

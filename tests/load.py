@@ -24,7 +24,7 @@ import time
 import urllib.request
 from dataclasses import asdict, dataclass, field
 
-from eagle3.presets import EMBEDDED
+from eagle3.presets import STDLIB
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PROMPTS = ["def is_even(n):\n", "class Stack:\n", "import os\n\ndef walk(path):\n", "def parse(line):\n"]
@@ -79,7 +79,7 @@ def start_app(port: int, log, max_queue: int = 32) -> subprocess.Popen:
 
 def request(client, prompt: str, max_new_tokens: int) -> str:
     """One generation through the app's API; the summary line it ends with."""
-    result = client.predict(prompt, [], [], EMBEDDED.name, 5, 3, 16, 0.0, 1.0, max_new_tokens, False,
+    result = client.predict(prompt, [], [], STDLIB.name, 5, 3, 16, 0.0, 1.0, max_new_tokens, False,
                             api_name="/generate")
     return result[-1]
 

@@ -61,10 +61,10 @@ def test_a_finished_row_that_kept_drafts_past_its_budget_frees_the_cache(embedde
     """The embedded head accepts long paths: the row that finishes first can keep drafts
     past its budget; the shared cache must shrink back to the live rows (it overflowed)."""
     from eagle3 import collect, speculative_decode
-    from eagle3.bench import read_prompts
+    from eagle3.prompts import read_prompts
 
     target, head = embedded
-    prompts = read_prompts("assets/prompts/code.jsonl")[:2]
+    prompts = [r.first for r in read_prompts("assets/prompts/code.jsonl")[:2]]
     tree, config = TreeConfig(5, 3, 16), GenerationConfig(128)
     results = generate_batch(target, head, prompts, tree, config)
     for prompt, result in zip(prompts, results):

@@ -6,17 +6,18 @@ import os
 import pytest
 
 from eagle3 import GenerationConfig, TreeConfig, collect, load_head, load_target, plain_decode, speculative_decode
-from eagle3.bench import main as bench_main, read_prompts
+from eagle3.bench import main as bench_main
 from eagle3.checkpoint import EMBEDDED_HEAD, EMBEDDED_TARGET
+from eagle3.prompts import read_prompts
 
 SUMMARY_FIELDS = {"speedup", "tau", "plain_tokens_per_s", "eagle3_tokens_per_s", "hf_prompt_lookup_tokens_per_s",
                   "exact_match", "acceptance_by_position"}
-PROMPT_FIELDS = {"prompt", "plain_ids", "eagle3_ids", "tau", "speedup"}
+PROMPT_FIELDS = {"prompt", "prompt_ids", "category", "plain_ids", "eagle3_ids", "tau", "speedup"}
 
 
-def run_bench(tmp_path, target, head, *extra):
+def run_bench(tmp_path, target, head, *extra, prompts="assets/prompts/code.jsonl"):
     out = tmp_path / "bench.json"
-    args = ["--target", target, "--draft", head, "--prompts", "assets/prompts/code.jsonl", "--limit", "2",
+    args = ["--target", target, "--draft", head, "--prompts", prompts, "--limit", "2",
             "--max-new-tokens", "16", "--depth", "4", "--top-k", "4", "--total-tokens", "12", "--device", "cpu",
             "--json", str(out), *extra]
     assert bench_main(args) == 0
@@ -24,17 +25,28 @@ def run_bench(tmp_path, target, head, *extra):
 
 
 def test_shipped_prompts():
-    prompts = read_prompts("assets/prompts/code.jsonl")
+    prompts = [r.first for r in read_prompts("assets/prompts/code.jsonl")]
     assert len(prompts) >= 30 and len(set(prompts)) == len(prompts)
 
 
-def test_prompt_formats(tmp_path):
-    path = tmp_path / "p.jsonl"
-    path.write_text('{"prompt": "a"}\n{"turns": ["b", "c"]}\n')
-    assert read_prompts(str(path)) == ["a", "b"]
-    path.write_text('{"question": "a"}\n')
-    with pytest.raises(ValueError, match="p.jsonl:1: needs a 'prompt'"):
-        read_prompts(str(path))
+def test_bench_records_the_ids_it_decoded_and_a_table_by_category(tmp_path, model_dirs):
+    from transformers import AutoTokenizer
+
+    prompts = tmp_path / "chat.jsonl"
+    prompts.write_text('{"question_id": 1, "category": "math", "turns": ["def add(a, b):"]}\n'
+                       '{"question_id": 2, "category": "coding", "turns": ["for i in range(3):", "more"]}\n'
+                       '{"question_id": 3, "category": "math", "turns": ["class Point:"]}\n')
+    report = run_bench(tmp_path, *model_dirs, "--limit", "3", prompts=str(prompts))
+    tokenizer = AutoTokenizer.from_pretrained(model_dirs[0])
+    rows = report["prompts"]
+    assert [r["category"] for r in rows] == ["math", "coding", "math"]
+    assert [r["prompt_ids"] for r in rows] == [tokenizer(t).input_ids for t in ("def add(a, b):", "for i in range(3):", "class Point:")]
+    assert set(report["categories"]) == {"math", "coding"} and report["categories"]["math"]["prompts"] == 2
+    math = [r for r in rows if r["category"] == "math"]
+    expected = sum(r["plain_s"] for r in math) / sum(r["eagle3_s"] for r in math)
+    assert report["categories"]["math"]["speedup"] == pytest.approx(expected, rel=1e-3)
+    assert report["settings"]["target"] == model_dirs[0] and report["settings"]["chat"] is False
+    assert all(r["hf_generate_matches"] for r in rows)  # same ids, same greedy tokens as transformers
 
 
 def test_embedded_pair_loads_offline_and_is_lossless():
@@ -72,3 +84,20 @@ def test_step_costs_on_a_tiny_shape(tmp_path):
     for key in ("plain_step_ms", "draft_first_level_ms", "verify_16_ms", "verify_32_ms", "verify_64_ms"):
         assert report[key] > 0, key
     assert report["target_weight_gb"] > 0 and report["plain_tokens_per_s"] > 0
+
+
+def test_the_default_pair_is_lossless_and_matches_transformers(default_pair):
+    from eagle3.bench import hf_generate
+    from eagle3.presets import DEFAULT
+    from eagle3.prompts import prompt_ids
+
+    target, head = default_pair
+    assert target.config.model_type == "llama" and target.num_layers == 30 and target.tokenizer.chat_template
+    config, taus = GenerationConfig(24), []
+    for record in read_prompts("assets/prompts/chat.jsonl")[::27]:
+        ids = prompt_ids(record, target.tokenizer, chat=True)
+        plain = collect(plain_decode(target, ids, config))
+        spec = collect(speculative_decode(target, head, ids, DEFAULT.tree, config))
+        assert spec.output_ids == plain.output_ids == hf_generate(target, ids, config, None)
+        taus.append(spec.tau)
+    assert sum(taus) / len(taus) > 2.0  # the trained head gets drafts accepted

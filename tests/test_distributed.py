@@ -110,3 +110,30 @@ def test_two_processes_train_like_one(chat_target, features):
     for key in weights[0]:
         assert torch.allclose(weights[0][key].float(), weights[1][key].float(), atol=1e-4), key
     assert sorted(os.listdir(root / "two")) == ["config.json", "model.safetensors"]
+
+
+def test_replies_come_in_resumable_chunks_at_temperatures_in_turn(chat_target, tmp_path, monkeypatch):
+    import eagle3.features
+    from eagle3.data import read_jsonl
+    from eagle3.target import load_target
+
+    target = load_target(chat_target[0], "cpu", "float32")
+    calls, generate = [], eagle3.features.continue_prompts
+
+    def recorded(target, prompts, max_new_tokens, temperature, *args, **kwargs):
+        calls.append((len(prompts), temperature))
+        return generate(target, prompts, max_new_tokens, temperature, *args, **kwargs)
+
+    monkeypatch.setattr(eagle3.features, "continue_prompts", recorded)
+    out = str(tmp_path / "replies")
+    first = eagle3.features.regenerate_file(target, SAMPLE, out, 6, [0.0, 0.9], 4, seed=0, chunk_size=4, limit=8)
+    assert len(read_jsonl(first)) == 8 and sorted(os.listdir(os.path.join(out, "regenerated"))) == [
+        "part-00000.jsonl", "part-00001.jsonl"]
+    assert {t for _, t in calls[:1]} == {0.0} and calls[-1][1] == 0.9  # chunk 0 greedy, chunk 1 sampled
+    made = open(os.path.join(out, "regenerated", "part-00000.jsonl"), encoding="utf-8").read()
+    calls.clear()
+    whole = eagle3.features.regenerate_file(target, SAMPLE, out, 6, [0.0, 0.9], 4, seed=0, chunk_size=4)
+    assert sum(n for n, _ in calls) >= 2 and all(n <= 2 for n, _ in calls)  # only the last chunk's 2 records
+    records = read_jsonl(whole)
+    assert len(records) == 10 and open(os.path.join(out, "regenerated", "part-00000.jsonl")).read() == made
+    assert all(m["content"] != "" for r in records for m in r["conversations"] if m["role"] == "assistant")
