@@ -25,7 +25,7 @@ class Preset:
 
 SMOLLM2 = Preset(
     "SmolLM2-135M-Instruct + EAGLE-3 head (CPU, offline)", SMOLLM2_TARGET, SMOLLM2_HEAD, chat=True,
-    tree=TreeConfig(depth=6, top_k=4, total_tokens=24),
+    tree=TreeConfig(depth=4, top_k=4, total_tokens=16),
     note="Hugging Face's SmolLM2-135M-Instruct (Apache-2.0, the Q4_1 GGUF dequantised) with an EAGLE-3 head "
          "this project trained on the model's own replies. A chat: each reply is decoded twice, from the same history.",
 )
