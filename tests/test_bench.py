@@ -100,4 +100,4 @@ def test_the_default_pair_is_lossless_and_matches_transformers(default_pair):
         spec = collect(speculative_decode(target, head, ids, DEFAULT.tree, config))
         assert spec.output_ids == plain.output_ids == hf_generate(target, ids, config, None)
         taus.append(spec.tau)
-    assert sum(taus) / len(taus) > 2.0  # the trained head gets drafts accepted
+    assert sum(taus) / len(taus) > 1.5  # the trained head gets drafts accepted (2.06 here; an untrained one: about 1)
