@@ -32,7 +32,7 @@ from eagle3.adaptive import AdaptiveDepth
 from eagle3.decode import plain_decode, speculative_decode
 from eagle3.events import RoundEvent, Token, TreeView
 from eagle3.presets import PRESETS, Preset
-from eagle3.prompts import fit_chat, read_prompts
+from eagle3.prompts import first_per_category, fit_chat, read_prompts
 from eagle3.runner import MainThreadRunner
 
 ROOT = os.path.dirname(os.path.abspath(__file__))
@@ -298,11 +298,12 @@ def parse_request(message: str, history, preset_name, depth, top_k, total_tokens
     config = GenerationConfig(int(min(max_new_tokens, MAX_NEW_TOKENS)), SamplingConfig(float(temperature), float(top_p)),
                               seed=0)
     config.validate()
-    budget = min(target.max_context, MAX_CONTEXT) - config.max_new_tokens
+    context = min(target.max_context, MAX_CONTEXT)
+    budget = context - config.max_new_tokens
     prompt, dropped = build_prompt(preset, target.tokenizer, message, history, budget)
     if dropped:
         gr.Info(f"context: the {dropped} oldest turn(s) of this chat were left out to keep the prompt within "
-                f"{budget} tokens ({min(target.max_context, MAX_CONTEXT)} minus max new tokens)")
+                f"{budget} tokens ({context} minus max new tokens)")
     return target, head, prompt, tree, config
 
 
@@ -387,9 +388,8 @@ def tree_html(trees: list[tuple[TreeView, list[int]]], index: int, tokenizer) ->
 
 def example_prompts(count: int = 8) -> list[str]:
     """First turns of the chat evaluation set, one from each of its first categories."""
-    records, seen = read_prompts(os.path.join(ROOT, "assets", "prompts", "chat.jsonl")), set()
-    chosen = [r.first for r in records if not (r.category in seen or seen.add(r.category))]
-    return chosen[:count]
+    records = read_prompts(os.path.join(ROOT, "assets", "prompts", "chat.jsonl"))
+    return [r.first for r in first_per_category(records, 1)][:count]
 
 
 def build_demo() -> gr.Blocks:

@@ -29,8 +29,8 @@ from eagle3.batch import generate_batch
 from eagle3.checkpoint import load_head
 from eagle3.compiled import compile_decoding
 from eagle3.decode import GenerationConfig, GenerationResult, clock, collect, encode_prompt, plain_decode, speculative_decode
-from eagle3.presets import DEFAULT, preset_for
-from eagle3.prompts import PromptRecord, prompt_ids as record_ids, read_prompts
+from eagle3.presets import DEFAULT, choose_pair
+from eagle3.prompts import PromptRecord, first_per_category, prompt_ids as record_ids, read_prompts
 from eagle3.target import Target, load_target
 from eagle3.tree import TreeConfig
 
@@ -105,8 +105,8 @@ def run(target: Target, head, records: list[PromptRecord], tree: TreeConfig, con
         totals["eagle3"].add(spec.output_ids, spec_s, spec.accepted_per_round)
         row = {"id": record.id, "category": record.category, "prompt": record.first, "prompt_ids": prompt_ids,
                "plain_ids": plain.output_ids, "eagle3_ids": spec.output_ids, "tau": round(spec.tau, 4),
-               "rounds": len(spec.accepted_per_round),
-               "accepted_drafts": sum(spec.accepted_per_round), "speedup": round(plain_s / spec_s, 4), "plain_s": round(plain_s, 4), "eagle3_s": round(spec_s, 4)}
+               "rounds": len(spec.accepted_per_round), "accepted_drafts": sum(spec.accepted_per_round),
+               "speedup": round(plain_s / spec_s, 4), "plain_s": round(plain_s, 4), "eagle3_s": round(spec_s, 4)}
         generate_ids, generate_s = timed(device, lambda: hf_generate(target, prompt_ids, config, None))
         totals["hf_generate"].add(generate_ids, generate_s)
         row["hf_generate_s"] = round(generate_s, 4)
@@ -333,18 +333,6 @@ def parse_args(argv=None):
     return parser.parse_args(argv)
 
 
-def first_per_category(records: list[PromptRecord], count: int | None) -> list[PromptRecord]:
-    """The first `count` records of each category, in file order (all when count is None)."""
-    if count is None:
-        return records
-    kept, taken = [], {}
-    for record in records:
-        taken[record.category] = taken.get(record.category, 0) + 1
-        if taken[record.category] <= count:
-            kept.append(record)
-    return kept
-
-
 def parse_sweep(text: str | None) -> list[int] | None:
     if text is None:
         return None
@@ -386,22 +374,18 @@ def print_extras(report: dict) -> None:
 
 def main(argv=None) -> int:
     args = parse_args(argv)
-    preset = preset_for(args.target)
+    pair = choose_pair(args)
     try:
         depths, sizes = parse_sweep(args.sweep), parse_sizes(args.batch_sizes)
-        draft = args.draft or (preset.head if preset else None)
-        if draft is None:
+        if pair.draft is None:
             raise ValueError(f"--draft: no head is known for --target {args.target}; name one")
-        target = load_target(args.target, args.device, args.dtype or (preset.dtype if preset else "auto"))
-        head = load_head(draft, target, args.draft_dtype)
+        target = load_target(args.target, args.device, pair.dtype)
+        head = load_head(pair.draft, target, args.draft_dtype)
         if args.compile:
             compile_decoding(target, head)
         records = first_per_category(read_prompts(args.prompts), args.per_category)[: args.limit]
-        chat = args.chat if args.chat is not None else (
-            preset.chat if preset else bool(getattr(target.tokenizer, "chat_template", None)))
+        chat, tree = pair.chat_for(target.tokenizer), pair.tree
         config = GenerationConfig(args.max_new_tokens, SamplingConfig(args.temperature, args.top_p), args.seed)
-        base = preset.tree if preset else TreeConfig()
-        tree = TreeConfig(args.depth or base.depth, args.top_k or base.top_k, args.total_tokens or base.total_tokens)
         bounds = (min(depths), max(depths)) if depths else (1, 10)
         report = {} if args.skip_main else run(target, head, records, tree, config, chat, args.prompt_lookup_tokens,
                                                not args.no_prompt_lookup, adaptive=bounds if args.adaptive else None)
@@ -414,7 +398,7 @@ def main(argv=None) -> int:
     except (ValueError, FileNotFoundError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    report.setdefault("settings", {}).update(target=args.target, draft=draft, prompts=args.prompts, chat=chat)
+    report.setdefault("settings", {}).update(target=args.target, draft=pair.draft, prompts=args.prompts, chat=chat)
     if "summary" in report:
         print_table(report)
     print_extras(report)

@@ -19,10 +19,9 @@ from eagle3.acceptance import SamplingConfig, TokenState
 from eagle3.checkpoint import load_head
 from eagle3.compiled import compile_decoding
 from eagle3.decode import GenerationConfig, plain_decode, speculative_decode
-from eagle3.presets import DEFAULT, preset_for
+from eagle3.presets import DEFAULT, choose_pair
 from eagle3.prompts import chat_ids, chat_prompt
 from eagle3.target import load_target
-from eagle3.tree import TreeConfig
 
 ANSI = {
     TokenState.ACCEPTED: "\033[32m",  # green
@@ -102,26 +101,20 @@ def main(argv=None) -> int:
     args = parse_args(argv)
     transformers.utils.logging.disable_progress_bar()  # the output is the continuation, nothing else
     color = sys.stdout.isatty() and "NO_COLOR" not in os.environ
-    preset = preset_for(args.target)
+    pair = choose_pair(args)
     try:
-        target = load_target(args.target, args.device, args.dtype or (preset.dtype if preset else "auto"),
-                             args.trust_remote_code)
-        chat = args.chat if args.chat is not None else (
-            preset.chat if preset else bool(getattr(target.tokenizer, "chat_template", None)))
-        shown, prompt = read_prompt(args, target.tokenizer, chat)
+        target = load_target(args.target, args.device, pair.dtype, args.trust_remote_code)
+        shown, prompt = read_prompt(args, target.tokenizer, pair.chat_for(target.tokenizer))
         config = GenerationConfig(args.max_new_tokens, SamplingConfig(args.temperature, args.top_p, args.sample_top_k), args.seed)
-        draft = args.draft or (preset.head if preset else None)
-        if not args.plain and draft is None:
+        if not args.plain and pair.draft is None:
             raise ValueError(f"--draft: no head is known for --target {args.target}; name one, or use --plain")
-        head = None if args.plain else load_head(draft, target, args.draft_dtype)
+        head = None if args.plain else load_head(pair.draft, target, args.draft_dtype)
         if args.compile:
             compile_decoding(target, head)
-        base = preset.tree if preset else TreeConfig()
-        tree = TreeConfig(args.depth or base.depth, args.top_k or base.top_k, args.total_tokens or base.total_tokens)
         if args.plain:
             events = plain_decode(target, prompt, config)
         else:
-            events = speculative_decode(target, head, prompt, tree, config)
+            events = speculative_decode(target, head, prompt, pair.tree, config)
         sys.stdout.write(shown)
         event = None
         for event in events:

@@ -47,6 +47,30 @@ PRESETS = [
 
 
 def preset_for(target: str) -> Preset | None:
-    """The preset whose target this is: its head, dtype, tree and chat mode are the defaults
-    of the CLIs for that target."""
+    """The preset whose target this is, if any."""
     return next((p for p in PRESETS if p.target == target or os.path.abspath(p.target) == os.path.abspath(target)), None)
+
+
+@dataclass(frozen=True)
+class PairChoice:
+    """What a CLI runs: each flag where given, else the target's preset, else the library default."""
+
+    draft: str | None  # None: no head is known for the target
+    dtype: str
+    tree: TreeConfig
+    chat: bool | None  # None: chat when the tokenizer has a template
+
+    def chat_for(self, tokenizer) -> bool:
+        return self.chat if self.chat is not None else bool(getattr(tokenizer, "chat_template", None))
+
+
+def choose_pair(args) -> PairChoice:
+    """From the flags the CLIs share: --target, --draft, --dtype, --depth, --top-k, --total-tokens, --chat."""
+    preset = preset_for(args.target)
+    base = preset.tree if preset else TreeConfig()
+    return PairChoice(
+        draft=args.draft or (preset.head if preset else None),
+        dtype=args.dtype or (preset.dtype if preset else "auto"),
+        tree=TreeConfig(args.depth or base.depth, args.top_k or base.top_k, args.total_tokens or base.total_tokens),
+        chat=args.chat if args.chat is not None else (preset.chat if preset else None),
+    )

@@ -86,6 +86,18 @@ def read_prompts(source: str) -> list[PromptRecord]:
     return prompts
 
 
+def first_per_category(records: list[PromptRecord], count: int | None) -> list[PromptRecord]:
+    """The first `count` records of each category, in file order (all when count is None)."""
+    if count is None:
+        return records
+    kept, taken = [], {}
+    for record in records:
+        taken[record.category] = taken.get(record.category, 0) + 1
+        if taken[record.category] <= count:
+            kept.append(record)
+    return kept
+
+
 def chat_messages(history: list[tuple[str, str]], message: str) -> list[dict]:
     """Earlier (user, assistant) turns and the new user message, as chat-template messages."""
     messages = []
