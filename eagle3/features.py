@@ -144,25 +144,30 @@ def regenerate_conversations(target: Target, records: list[dict], max_new_tokens
 
 
 def regenerate_file(target: Target, data: str, out: str, max_new_tokens: int, temperatures: list[float],
-                    batch_size: int, seed: int, chunk_size: int = 128, limit: int | None = None) -> str:
+                    batch_size: int, seed: int, chunk_size: int = 128, limit: int | None = None, skip: int = 0) -> str:
     """OUT/regenerated.jsonl: the records of `data` with the target's own replies.
 
     Chunk c of chunk_size records is answered at temperatures[c % len(temperatures)] (so
     "0,0,0.7" makes two thirds greedy and one third sampled replies) and written to
     OUT/regenerated/part-c.jsonl once done; a rerun skips the parts already written, also
     with another `limit` (the first records only) or other temperatures for the parts still
-    to make. regenerated.jsonl is the parts of this call, joined."""
+    to make. `skip` (a multiple of chunk_size) leaves out the first records, to extend a
+    run with new data only; chunks keep their numbers in the whole file. regenerated.jsonl
+    is the parts of this call, joined."""
+    if skip % chunk_size:
+        raise ValueError(f"skip: {skip} is not a multiple of the chunk size {chunk_size}")
     final = os.path.join(out, "regenerated.jsonl")
     records = read_jsonl(data)[:limit]
     parts = os.path.join(out, "regenerated")
     os.makedirs(parts, exist_ok=True)
-    chunks = range(0, len(records), chunk_size)
-    names = [os.path.join(parts, f"part-{c:05d}.jsonl") for c in range(len(chunks))]
+    chunks = range(skip, len(records), chunk_size)
+    names = [os.path.join(parts, f"part-{start // chunk_size:05d}.jsonl") for start in chunks]
     done = sum(os.path.exists(name) for name in names)
-    print(f"regenerating {len(records)} conversations in {len(names)} chunks; {done} already written")
-    for c, (start, name) in enumerate(zip(chunks, names)):
+    print(f"regenerating {max(0, len(records) - skip)} conversations in {len(names)} chunks; {done} already written")
+    for start, name in zip(chunks, names):
         if os.path.exists(name):
             continue
+        c = start // chunk_size
         chunk = records[start : start + chunk_size]
         answered = regenerate_conversations(target, chunk, max_new_tokens, temperatures[c % len(temperatures)],
                                             batch_size, seed + 1000 * c)
@@ -191,6 +196,8 @@ def parse_args(argv=None):
                              "features in float32, as inference will read them)")
     parser.add_argument("--limit", type=int, default=None, help="regenerate only the first N records of --data "
                                                               "(a multiple of 128 reuses the chunks of a longer run)")
+    parser.add_argument("--skip", type=int, default=0, help="leave out the first N records of --data (a multiple "
+                                                            "of 128): new replies for a longer run")
     parser.add_argument("--temperatures", default="0", help="of the regenerated replies, comma-separated: chunks of "
                                                             "records take them in turn (0: greedy)")
     parser.add_argument("--device", default="auto")
@@ -208,7 +215,7 @@ def main(argv=None) -> int:
         if args.regenerate:
             temperatures = [float(t) for t in args.temperatures.split(",")]
             data = regenerate_file(target, args.data, args.out, args.max_new_tokens, temperatures, args.batch_size,
-                                   args.seed, limit=args.limit)
+                                   args.seed, limit=args.limit, skip=args.skip)
             if args.regenerate_only:
                 print(f"wrote the replies to {data}")
                 return 0

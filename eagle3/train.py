@@ -28,7 +28,7 @@ import torch
 from torch.nn.utils.rnn import pad_sequence
 from tqdm import tqdm
 
-from eagle3.checkpoint import save_head
+from eagle3.checkpoint import load_head, save_head
 from eagle3.data import Example, load_examples, pad_batch
 from eagle3.features import FeatureStore
 from eagle3.head import Eagle3Config, Eagle3Head, UnrolledKV
@@ -131,6 +131,8 @@ def parse_args(argv=None):
                                                          "instead of running the target on --data")
     parser.add_argument("--out", required=True, help="where the head is saved, in the published format")
     parser.add_argument("--work", default="runs/head", help="resumable state and CSV log")
+    parser.add_argument("--init", default=None, help="start from this head (its weights and draft vocabulary) "
+                                                     "instead of a new one, e.g. to go on with more data")
     parser.add_argument("--draft-vocab-size", type=int, default=None, help="default: min(32000, vocab size)")
     parser.add_argument("--max-length", type=int, default=512, help="tokens per example")
     parser.add_argument("--batch-size", type=int, default=8, help="examples per step, over all processes")
@@ -170,6 +172,10 @@ def main(argv=None) -> int:
         store = FeatureStore(args.features, target) if args.features else None
         examples = ([store.example(i) for i in range(len(store))] if store
                     else load_examples(args.data, target.tokenizer, args.max_length))
+        initial = load_head(args.init, target, torch.float32) if args.init else None
+        if initial and args.draft_vocab_size not in (None, initial.config.draft_vocab_size):
+            raise ValueError(f"--draft-vocab-size {args.draft_vocab_size} differs from the "
+                             f"{initial.config.draft_vocab_size} of the head in --init {args.init}")
     except (ValueError, FileNotFoundError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
@@ -177,11 +183,14 @@ def main(argv=None) -> int:
         p.requires_grad_(False)
     device = target.device
     use_bf16 = bf16_supported(device) and not args.no_bf16
-    draft_vocab_size = args.draft_vocab_size or min(32000, target.vocab_size)
-    d2t, t2d = build_draft_vocab(examples, target.vocab_size, draft_vocab_size)
-    head = new_head(target, draft_vocab_size, args.seed)
-    head.d2t.copy_(d2t)
-    head.t2d.copy_(t2d)
+    if initial:  # go on from a trained head, with its draft vocabulary
+        head, draft_vocab_size = initial, initial.config.draft_vocab_size
+    else:
+        draft_vocab_size = args.draft_vocab_size or min(32000, target.vocab_size)
+        d2t, t2d = build_draft_vocab(examples, target.vocab_size, draft_vocab_size)
+        head = new_head(target, draft_vocab_size, args.seed)
+        head.d2t.copy_(d2t)
+        head.t2d.copy_(t2d)
     head.to(device).train()
 
     steps_per_epoch = math.ceil(len(examples) / args.batch_size)

@@ -137,3 +137,11 @@ def test_replies_come_in_resumable_chunks_at_temperatures_in_turn(chat_target, t
     records = read_jsonl(whole)
     assert len(records) == 10 and open(os.path.join(out, "regenerated", "part-00000.jsonl")).read() == made
     assert all(m["content"] != "" for r in records for m in r["conversations"] if m["role"] == "assistant")
+    # More data later: --skip makes only the chunks after it, numbered as in the whole file.
+    calls.clear()
+    more = str(tmp_path / "more")
+    added = eagle3.features.regenerate_file(target, SAMPLE, more, 6, [0.0, 0.9], 4, seed=0, chunk_size=4, skip=4, limit=8)
+    assert [r["conversations"][0] for r in read_jsonl(added)] == [r["conversations"][0] for r in records[4:8]]
+    assert os.listdir(os.path.join(more, "regenerated")) == ["part-00001.jsonl"] and {t for _, t in calls} == {0.9}
+    with pytest.raises(ValueError, match="skip: 3 is not a multiple of the chunk size 4"):
+        eagle3.features.regenerate_file(target, SAMPLE, more, 6, [0.0], 4, seed=0, chunk_size=4, skip=3)

@@ -81,7 +81,7 @@ def test_bad_data_files_are_named(tmp_path, tokenizer):
         load_examples(str(bad), tokenizer, 64)
 
 
-def test_trainer_smoke(tmp_path, tokenizer):
+def test_trainer_smoke(tmp_path, tokenizer, capsys):
     """A few steps on a tiny random target: loss goes down, the head saves, loads and decodes."""
     target = make_target("llama", vocab_size=len(tokenizer), eos=tokenizer.eos_token_id, logit_scale=8.0)
     target.model.save_pretrained(tmp_path / "target")
@@ -113,3 +113,15 @@ def test_trainer_smoke(tmp_path, tokenizer):
     want = loaded_target.model.generate(torch.tensor([prompt]), max_new_tokens=24, do_sample=False)[0, len(prompt):]
     assert result.output_ids == want.tolist()[: len(result.output_ids)]
     assert result.stop_reason == "eos" or len(result.output_ids) == 24
+
+    # --init goes on from the saved head: same draft vocabulary, a loss where the first run
+    # ended (not where a new head starts), and a clear refusal of another vocabulary size.
+    more = args[:5] + [str(tmp_path / "more"), "--work", str(tmp_path / "work-more")] + args[8:] + ["--init", str(tmp_path / "head")]
+    assert train_main(more + ["--max-steps", "2"]) == 0
+    rows = (tmp_path / "work-more" / "log.csv").read_text().splitlines()[1:]
+    assert float(rows[0].split(",")[3]) < first - 0.05
+    again = load_head(str(tmp_path / "more"), loaded_target)
+    assert torch.equal(again.d2t, head.d2t) and torch.equal(again.t2d, head.t2d)
+    other = [a if a != "120" else "100" for a in more] + ["--max-steps", "1"]
+    assert train_main(other) == 2
+    assert "--draft-vocab-size 100 differs from the 120 of the head in --init" in capsys.readouterr().err
