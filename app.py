@@ -14,7 +14,9 @@ import html
 import json
 import os
 import sys
+import threading
 import time
+from contextlib import closing
 from dataclasses import dataclass, field
 
 try:  # Hugging Face ZeroGPU: `spaces` must be imported before torch
@@ -307,8 +309,46 @@ def parse_request(message: str, history, preset_name, depth, top_k, total_tokens
     return target, head, prompt, tree, config
 
 
+class Stops:
+    """Stop requests, by browser session: a run sees its flag between two streamed updates and
+    ends as a finished run does, with a final update. Gradio's own `cancels=` kills the run
+    instead and, when the cancel lands between two updates, can leave the page's Generate
+    event pending for good (gradio-app/gradio#11586; here 1 Stop in 2 on a 2-core machine)."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._runs: dict[str | None, tuple[threading.Event, threading.Event]] = {}  # session -> (stop, ended)
+
+    def start(self, session: str | None) -> threading.Event:
+        """Register the session's run; returns its stop flag."""
+        stop, ended = threading.Event(), threading.Event()
+        with self._lock:
+            self._runs[session] = (stop, ended)
+        return stop
+
+    def end(self, session: str | None, stop: threading.Event) -> None:
+        with self._lock:
+            if self._runs.get(session, (None,))[0] is stop:
+                self._runs.pop(session)[1].set()
+
+    def request(self, session: str | None, wait_s: float = 10.0) -> None:
+        """Ask the session's run to stop and wait until it has sent its last update."""
+        with self._lock:
+            stop, ended = self._runs.get(session, (None, None))
+        if stop is not None:
+            stop.set()
+            ended.wait(wait_s)
+
+
+STOPS = Stops()
+
+
+def stop_run(request: gr.Request):
+    STOPS.request(request.session_hash)
+
+
 def respond(message, spec_chat, plain_chat, history, preset_name, depth, top_k, total_tokens, temperature, top_p,
-            max_new_tokens, adaptive=False):
+            max_new_tokens, adaptive=False, request: gr.Request = None):
     """Run EAGLE-3, then plain decoding, on the same prompt; stream both panes and the charts."""
     message = (message or "").strip()
     spec_chat, plain_chat, history = list(spec_chat or []), list(plain_chat or []), list(history or [])
@@ -325,11 +365,12 @@ def respond(message, spec_chat, plain_chat, history, preset_name, depth, top_k, 
     plain_chat += [{"role": "user", "content": html.escape(message)}, {"role": "assistant", "content": ""}]
     tokenizer = target.tokenizer
     last_tree, stopped = 0.0, ""
+    prompt_box = ""  # emptied by the first update only: what is typed during the run stays
 
     def update(final: bool = False):
-        nonlocal last_tree
+        nonlocal last_tree, prompt_box
         spec_chat[-1]["content"] = "".join(spec.html)  # append-only, so updates travel as small diffs
-        plain_chat[-1]["content"] = "".join(plain.html)
+        plain_chat[-1]["content"] = "".join(plain.html) or ("<em>(plain decoding did not run)</em>" if final else "")
         tree_update, slider = gr.skip(), gr.skip()
         if spec.trees and (final or time.perf_counter() - last_tree > 1 / TREE_UPDATES_PER_S):
             last_tree = time.perf_counter()
@@ -340,30 +381,43 @@ def respond(message, spec_chat, plain_chat, history, preset_name, depth, top_k, 
         rounds = frame(spec.round_rows, {"round": "float64", "tokens": "float64", "series": "object"},
                        ("series", ("this round", "running tau", "draft depth")))
         if stopped:
-            summary = f'<span class="differs">{html.escape(stopped)}</span>'
+            summary = f'<span class="{"" if stop.is_set() else "differs"}">{html.escape(stopped)}</span>'
         else:
             summary = summary_html(spec, plain, config.sampling.greedy) if spec.last else "EAGLE-3 decoding…"
-        return ("" if final else gr.skip(), spec_chat, plain_chat, history, rounds, speed, speedup_rows(spec, plain),
+        box, prompt_box = prompt_box, gr.skip()
+        return (box, spec_chat, plain_chat, history, rounds, speed, speedup_rows(spec, plain),
                 acceptance_rows(spec.accepted, tree.depth), tree_update, slider, summary, spec.trees)
 
+    session = getattr(request, "session_hash", None)
+    stop = STOPS.start(session)
     try:
-        for decoder, view, speculative in (
-            (lambda: speculative_decode(target, head, prompt, tree, config,
-                                        AdaptiveDepth(1, max(tree.depth, 10)) if adaptive else None), spec, True),
-            (lambda: plain_decode(target, prompt, config), plain, False),
-        ):
-            for events in RUNNER.stream(decoder, 1 / UPDATES_PER_S):
-                for event in events:
-                    view.add(event, speculative)
-                yield update()
-    except (ValueError, RuntimeError, MemoryError) as error:  # bad input the checks missed, out of memory, a device error
-        if torch.cuda.is_available():
-            torch.cuda.empty_cache()  # this run's caches are gone with its frames; give their blocks back
-        stopped = f"generation stopped: {type(error).__name__}: {error}"
-        gr.Warning(stopped)
-    history.append((message, "".join(spec.text)))
-    yield update(final=True)
-
+        try:
+            for decoder, view, speculative in (
+                (lambda: speculative_decode(target, head, prompt, tree, config,
+                                            AdaptiveDepth(1, max(tree.depth, 10)) if adaptive else None), spec, True),
+                (lambda: plain_decode(target, prompt, config), plain, False),
+            ):
+                # closing(): a cancelled request (an API client's cancel) ends its decode at once
+                with closing(RUNNER.stream(decoder, 1 / UPDATES_PER_S)) as stream:
+                    for events in stream:
+                        for event in events:
+                            view.add(event, speculative)
+                        if stop.is_set():
+                            break
+                        yield update()
+                if stop.is_set():
+                    stopped = "stopped: " + ", ".join(f"{v.name} wrote {v.last.new_tokens if v.last else 0} tokens"
+                                                      for v in (spec, plain))
+                    break
+        except (ValueError, RuntimeError, MemoryError) as error:  # bad input the checks missed, out of memory, a device error
+            if torch.cuda.is_available():
+                torch.cuda.empty_cache()  # this run's caches are gone with its frames; give their blocks back
+            stopped = f"generation stopped: {type(error).__name__}: {error}"
+            gr.Warning(stopped)
+        history.append((message, "".join(spec.text)))
+        yield update(final=True)
+    finally:  # after the last update has gone out (or the request was cancelled)
+        STOPS.end(session, stop)
 
 ZERO_GPU = spaces is not None and torch.cuda.is_available()
 # Decoding runs on the main thread when this file is the program: see eagle3/runner.py for why.
@@ -454,11 +508,19 @@ def build_demo() -> gr.Blocks:
                    tree_view, round_slider, summary, trees]
         inputs = [message, spec_chat, plain_chat, history, preset, depth, top_k, total, temperature, top_p, max_new,
                   adaptive]
-        run_events = [send.click(respond, inputs, outputs, concurrency_id="device", api_name="generate"),
-                      message.submit(respond, inputs, outputs, concurrency_id="device", api_name=False)]
-        stop.click(None, None, None, cancels=run_events)
-        clear.click(lambda: ([], [], [], "", render_tree(None, [], []), []), None,
-                    [spec_chat, plain_chat, history, summary, tree_view, trees], cancels=run_events)
+        # always_last: a Generate clicked while a run is still ending (just after Stop) runs next, not never
+        run_events = [send.click(respond, inputs, outputs, concurrency_id="device", api_name="generate",
+                                 trigger_mode="always_last"),
+                      message.submit(respond, inputs, outputs, concurrency_id="device", api_name=False,
+                                     trigger_mode="always_last")]
+        cleared = [spec_chat, plain_chat, history, summary, tree_view, trees]
+        if ZERO_GPU:  # the run is in a process of its own, out of reach of a flag: cancel it
+            stop.click(None, None, None, cancels=run_events)
+            clear.click(lambda: ([], [], [], "", render_tree(None, [], []), []), None, cleared, cancels=run_events)
+        else:
+            stop.click(stop_run, None, None, concurrency_id="stop", concurrency_limit=None, api_name=False)
+            clear.click(stop_run, None, None, concurrency_id="stop", concurrency_limit=None, api_name=False).then(
+                lambda: ([], [], [], "", render_tree(None, [], []), []), None, cleared)
         round_slider.release(lambda kept, i, name: tree_html(kept, i, MODELS.get(name)[1].tokenizer),
                              [trees, round_slider, preset], tree_view)
         greedy.click(lambda: (0.0, 1.0), None, [temperature, top_p])

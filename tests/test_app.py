@@ -4,6 +4,7 @@ import os
 import re
 import shutil
 import time
+from types import SimpleNamespace
 
 import pytest
 
@@ -68,6 +69,22 @@ def test_respond_streams_and_checks_losslessness():
     assert strip(spec_chat[-1]["content"]) == strip(plain_chat[-1]["content"])
     assert set(speed["decoder"]) == {"EAGLE-3", "plain"} and len(rounds) > 0 and len(speedup) > 0
     assert "<svg" in tree and trees and history == [(PROMPT.strip(), history[0][1])]
+
+
+def test_stop_ends_the_run_with_a_final_update():
+    name = app.PRESET_LIST[0].name
+    run = app.respond(PROMPT, [], [], [], name, 5, 2, 10, 0.0, 1.0, 256, False, SimpleNamespace(session_hash="s1"))
+    first = next(run)
+    assert first[0] == "" and "EAGLE-3" in first[-2]  # the first update empties the prompt box
+    app.STOPS.request("s1", wait_s=0)  # as the Stop button does, without waiting for the end
+    *middle, final = list(run)
+    assert middle == [] and final[0] != ""  # no update after the stop but the final one, which keeps the prompt box
+    assert re.fullmatch(r'<span class="">stopped: EAGLE-3 wrote \d+ tokens, plain wrote 0 tokens</span>', final[-2])
+    assert final[1][-1]["content"] and final[2][-1]["content"] == "<em>(plain decoding did not run)</em>"
+    assert final[3][-1][0] == PROMPT.strip() and final[3][-1][1]  # the partial reply joins the chat
+    started = time.perf_counter()
+    app.STOPS.request("s1")  # the run has ended: nothing to wait for
+    assert time.perf_counter() - started < 1
 
 
 def test_a_long_chat_drops_its_oldest_turns(monkeypatch):
@@ -201,7 +218,9 @@ def test_real_browser(served):
         page.get_by_test_id("toast-body").filter(has_text="prompt: empty").wait_for(timeout=30_000)
         assert page.locator("#spec-pane .tok").count() == tokens
 
-        # Stop in the middle of a run; the next request runs to the end.
+        # Stop in the middle of a run, and at once type and send the next message: the stopped run
+        # ends with its final update (the plain pane says it did not run), the new message is not
+        # wiped by that update, and it runs next, to the end.
         page.locator("#prompt textarea").fill("class Stack:\n")
         page.locator("#send").click()
         page.wait_for_function(f"document.querySelectorAll('#spec-pane .tok').length > {tokens}", timeout=60_000,
@@ -211,4 +230,6 @@ def test_real_browser(served):
         page.locator("#send").click()
         page.locator("#summary").get_by_text("done.").wait_for(timeout=120_000)
         assert "lossless: identical to plain decoding" in page.locator("#summary").inner_text()
+        assert page.locator("#plain-pane").get_by_text("(plain decoding did not run)").count() == 1
+        assert page.locator("#spec-pane").get_by_text("class Stack:").count() == 1
         browser.close()
