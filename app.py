@@ -25,7 +25,7 @@ except ImportError:
     spaces = None
 
 import gradio as gr
-import pandas as pd
+import plotly
 import torch
 import transformers
 
@@ -42,6 +42,25 @@ MAX_NEW_TOKENS, MAX_PROMPT_CHARS = 1024, 16000  # enforced here, whatever the sl
 MAX_CONTEXT = 4096  # tokens of history + reply; older turns are dropped to stay within it
 UPDATES_PER_S = 15
 TREE_UPDATES_PER_S = 2
+# plotly.js from the installed plotly package, served by the app itself: the page works offline
+PLOTLY_JS = os.path.join(os.path.dirname(plotly.__file__), "package_data", "plotly.min.js")
+gr.set_static_paths([PLOTLY_JS])
+# Static (no ${value}), so that new values leave the chart nodes in place for Plotly.react
+CHARTS_TEMPLATE = """<div class="live-charts">
+  <div id="chart-tau" class="chart"></div><div id="chart-speed" class="chart"></div>
+  <div id="chart-speedup" class="chart"></div><div id="chart-accept" class="chart"></div>
+  <p class="chart-status">Charts draw here while the decoders run.</p>
+</div>"""
+REPLAY_TEMPLATE = """<div class="replay empty">
+  <div class="replay-bar"><button class="replay-button" disabled>Replay side by side</button>
+    <span class="replay-clock"></span></div>
+  <p class="replay-note">Plays the last reply of both decoders again at the pace they were measured (each token at
+    the compute time it was produced, on each decoder's own clock). Nothing is decoded again.</p>
+  <div class="replay-panes">
+    <div class="replay-pane"><b>EAGLE-3</b> <span class="replay-done"></span><div class="tokens" data-decoder="EAGLE-3"></div></div>
+    <div class="replay-pane"><b>Plain decoding</b> <span class="replay-done"></span><div class="tokens" data-decoder="plain"></div></div>
+  </div>
+</div>"""
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -198,57 +217,71 @@ class RunView:
     name: str
     html: list[str] = field(default_factory=list)
     text: list[str] = field(default_factory=list)
-    speed_rows: list[dict] = field(default_factory=list)
-    round_rows: list[dict] = field(default_factory=list)
-    accepted: list[int] = field(default_factory=list)
-    trees: list[tuple[TreeView, list[int]]] = field(default_factory=list)
+    accepted: list[int] = field(default_factory=list)  # drafts accepted per round (speculative)
+    depths: list[int] = field(default_factory=list)  # draft depth per round (speculative)
+    taus: list[float] = field(default_factory=list)  # running tau after each round (speculative)
+    trees: list[tuple[int, TreeView, list[int]]] = field(default_factory=list)  # (round, tree, accepted path)
+    frames: list[tuple[float, str]] = field(default_factory=list)  # (compute seconds, HTML of the tokens it added)
     times: list[tuple[int, float]] = field(default_factory=list)  # (new tokens, compute seconds)
     last: RoundEvent | None = None
 
     def add(self, event: RoundEvent, speculative: bool) -> None:
         self.last = event
         render = (lambda t: token_html(t, event.index)) if speculative else plain_html
-        self.html += [render(t) for t in event.tokens]
+        added = [render(t) for t in event.tokens]
+        self.html += added
+        self.frames.append((round(event.elapsed_s, 4), "".join(added)))
         self.text += [t.text for t in event.tokens if t.state is not TokenState.REJECTED]
         self.times.append((event.new_tokens, event.elapsed_s))
-        self.speed_rows.append({"seconds": round(event.elapsed_s, 4), "tokens/s": round(event.tokens_per_s, 2),
-                                "decoder": self.name})
         if speculative and event.index > 0:
             self.accepted.append(event.accepted_drafts)
-            self.round_rows += [{"round": event.index, "tokens": event.accepted_drafts + 1, "series": "this round"},
-                                {"round": event.index, "tokens": round(event.tau, 3), "series": "running tau"},
-                                {"round": event.index, "tokens": event.depth, "series": "draft depth"}]
+            self.depths.append(event.depth)
+            self.taus.append(round(event.tau, 3))
             if len(event.tree.tokens) > 1:  # the last round of a run may have no room to draft
-                self.trees.append((event.tree, event.accepted_path))
+                self.trees.append((event.index, event.tree, event.accepted_path))
 
 
-def frame(rows: list[dict], columns: dict[str, str], series: tuple[str, str] | None = None) -> pd.DataFrame:
-    """A chart's rows with fixed column types, so that an empty first update does not make
-    the chart treat its numbers as categories. `series` (column, names) adds one empty
-    (NaN) point per series: the chart fixes its legend from the first update it sees."""
-    if series:
-        column, names = series
-        rows = [{**{c: float("nan") for c in columns}, column: name} for name in names] + rows
-    return pd.DataFrame(rows, columns=list(columns)).astype(columns)
-
-
-def acceptance_rows(accepted: list[int], depth: int) -> pd.DataFrame:
+def acceptance_fractions(accepted: list[int], depth: int) -> list[float]:
     """Fraction of rounds that accepted at least i drafts, i = 1..depth."""
     rounds = max(1, len(accepted))
-    rows = [{"draft position": str(i), "fraction": round(sum(a >= i for a in accepted) / rounds, 4)} for i in range(1, depth + 1)]
-    return frame(rows, {"draft position": "object", "fraction": "float64"})
+    return [round(sum(a >= i for a in accepted) / rounds, 4) for i in range(1, depth + 1)]
 
 
-def speedup_rows(spec: RunView, plain: RunView) -> pd.DataFrame:
+def running_speedup(spec: RunView, plain: RunView) -> tuple[list[int], list[float]]:
     """Running speedup: plain time to reach n tokens / EAGLE-3 time to reach n tokens."""
-    rows, j = [], 0
+    tokens_at, speedups, j = [], [], 0
     for tokens, plain_s in plain.times:
         while j < len(spec.times) - 1 and spec.times[j][0] < tokens:
             j += 1
         spec_tokens, spec_s = spec.times[j]
         if spec_tokens >= tokens and spec_s > 0 and tokens > 0:
-            rows.append({"tokens": tokens, "speedup": round(plain_s / spec_s, 3)})
-    return frame(rows, {"tokens": "int64", "speedup": "float64"})
+            tokens_at.append(tokens)
+            speedups.append(round(plain_s / spec_s, 3))
+    return tokens_at, speedups
+
+
+def chart_data(spec: RunView, plain: RunView, depth: int, render_ms: float = 0.0) -> str:
+    """What the live Plotly charts draw (assets/live_charts.js), as columns, in JSON."""
+    speedup_tokens, speedups = running_speedup(spec, plain)
+    speed = {view.name: {"seconds": [round(s, 4) for _, s in view.times],
+                         "tokens_per_s": [round(n / s, 2) if s > 0 else 0.0 for n, s in view.times]}
+             for view in (spec, plain)}
+    return json.dumps({
+        "rounds": {"round": list(range(1, len(spec.accepted) + 1)), "tokens": [a + 1 for a in spec.accepted],
+                   "tau": spec.taus, "depth": spec.depths},
+        "speed": speed,
+        "speedup": {"tokens": speedup_tokens, "speedup": speedups},
+        "accept": {"position": list(range(1, depth + 1)), "fraction": acceptance_fractions(spec.accepted, depth)},
+        "render_ms": round(render_ms, 2),
+    })
+
+
+def replay_data(spec: RunView, plain: RunView) -> str:
+    """What the replay (assets/replay.js) plays: each decoder's token HTML at the compute time
+    it was produced, in JSON; empty unless both runs finished."""
+    if not (spec.last and spec.last.finished and plain.last and plain.last.finished):
+        return ""
+    return json.dumps({"decoders": [{"name": v.name, "frames": v.frames} for v in (spec, plain)]})
 
 
 def summary_html(spec: RunView, plain: RunView | None, greedy: bool) -> str:
@@ -290,7 +323,7 @@ def build_prompt(preset: Preset, tokenizer, message: str, history: list[tuple[st
 
 def parse_request(message: str, history, preset_name, depth, top_k, total_tokens, temperature, top_p, max_new_tokens):
     """The checked settings of one request, or a ValueError / gr.Error that names the problem."""
-    if not message:
+    if not message.strip():
         raise ValueError("prompt: empty; type something to continue")
     if len(message) > MAX_PROMPT_CHARS:
         raise ValueError(f"prompt: {len(message)} characters; this server accepts at most {MAX_PROMPT_CHARS}")
@@ -350,14 +383,14 @@ def stop_run(request: gr.Request):
 def respond(message, spec_chat, plain_chat, history, preset_name, depth, top_k, total_tokens, temperature, top_p,
             max_new_tokens, adaptive=False, request: gr.Request = None):
     """Run EAGLE-3, then plain decoding, on the same prompt; stream both panes and the charts."""
-    message = (message or "").strip()
+    message = message or ""  # as typed: a code prompt's trailing newline or indent matters
     spec_chat, plain_chat, history = list(spec_chat or []), list(plain_chat or []), list(history or [])
     try:
         target, head, prompt, tree, config = parse_request(message, history, preset_name, depth, top_k, total_tokens,
                                                            temperature, top_p, max_new_tokens)
     except (ValueError, TypeError, gr.Error) as error:  # the page shows it; the prompt and the chat stay
         gr.Warning(getattr(error, "message", None) or str(error))
-        yield gr.skip(), spec_chat, plain_chat, history, *([gr.skip()] * 8)
+        yield gr.skip(), spec_chat, plain_chat, history, *([gr.skip()] * 6)
         return
 
     spec, plain = RunView("EAGLE-3"), RunView("plain")
@@ -369,6 +402,7 @@ def respond(message, spec_chat, plain_chat, history, preset_name, depth, top_k, 
 
     def update(final: bool = False):
         nonlocal last_tree, prompt_box
+        started = time.perf_counter()
         spec_chat[-1]["content"] = "".join(spec.html)  # append-only, so updates travel as small diffs
         plain_chat[-1]["content"] = "".join(plain.html) or ("<em>(plain decoding did not run)</em>" if final else "")
         tree_update, slider = gr.skip(), gr.skip()
@@ -376,17 +410,14 @@ def respond(message, spec_chat, plain_chat, history, preset_name, depth, top_k, 
             last_tree = time.perf_counter()
             tree_update = tree_html(spec.trees, len(spec.trees), tokenizer)
             slider = gr.update(maximum=max(2, len(spec.trees)), value=len(spec.trees))
-        speed = frame(spec.speed_rows + plain.speed_rows, {"seconds": "float64", "tokens/s": "float64", "decoder": "object"},
-                      ("decoder", ("EAGLE-3", "plain")))
-        rounds = frame(spec.round_rows, {"round": "float64", "tokens": "float64", "series": "object"},
-                       ("series", ("this round", "running tau", "draft depth")))
         if stopped:
             summary = f'<span class="{"" if stop.is_set() else "differs"}">{html.escape(stopped)}</span>'
         else:
             summary = summary_html(spec, plain, config.sampling.greedy) if spec.last else "EAGLE-3 decoding…"
         box, prompt_box = prompt_box, gr.skip()
-        return (box, spec_chat, plain_chat, history, rounds, speed, speedup_rows(spec, plain),
-                acceptance_rows(spec.accepted, tree.depth), tree_update, slider, summary, spec.trees)
+        charts = chart_data(spec, plain, tree.depth, 1000 * (time.perf_counter() - started))
+        replay = replay_data(spec, plain) if final else ("" if box == "" else gr.skip())  # the first update clears it
+        return box, spec_chat, plain_chat, history, charts, tree_update, slider, summary, spec.trees, replay
 
     session = getattr(request, "session_hash", None)
     stop = STOPS.start(session)
@@ -426,14 +457,14 @@ if ZERO_GPU:  # ZeroGPU runs the handler in a process of its own, with the GPU a
     respond = spaces.GPU(duration=120)(respond)
 
 
-def tree_html(trees: list[tuple[TreeView, list[int]]], index: int, tokenizer) -> str:
+def tree_html(trees: list[tuple[int, TreeView, list[int]]], index: int, tokenizer) -> str:
     """The draft tree of round `index` (1-based; 0 or past the end means the last)."""
     if not trees:
         return render_tree(None, [], [])
     index = len(trees) if not 1 <= index <= len(trees) else int(index)
-    tree, path = trees[index - 1]
+    round_index, tree, path = trees[index - 1]
     texts = [tokenizer.decode([t]) for t in tree.tokens] if tokenizer is not None else [str(t) for t in tree.tokens]
-    title = f"Round {index} of {len(trees)}: {len(tree.tokens) - 1} drafted nodes, {len(path)} accepted (green path)"
+    title = f"Round {round_index}: {len(tree.tokens) - 1} drafted nodes, {len(path)} accepted (green path)"
     return render_tree(tree, path, texts, title)
 
 
@@ -457,9 +488,11 @@ def build_demo() -> gr.Blocks:
         with gr.Row():
             with gr.Column(scale=3):
                 with gr.Row():
-                    spec_chat = gr.Chatbot(label="EAGLE-3", elem_id="spec-pane", render_markdown=False, height=420,
+                    spec_chat = gr.Chatbot(label="EAGLE-3", elem_id="spec-pane", elem_classes="tokens",
+                                           render_markdown=False, height=420,
                                            feedback_options=None, buttons=["copy"])
-                    plain_chat = gr.Chatbot(label="Plain decoding", elem_id="plain-pane", render_markdown=False,
+                    plain_chat = gr.Chatbot(label="Plain decoding", elem_id="plain-pane", elem_classes="tokens",
+                                            render_markdown=False,
                                             height=420, feedback_options=None, buttons=["copy"])
                 message = gr.Textbox(label="Message", lines=3, placeholder="Ask a question, or pick an example below",
                                      elem_id="prompt")
@@ -468,19 +501,12 @@ def build_demo() -> gr.Blocks:
                     stop = gr.Button("Stop", elem_id="stop")
                     clear = gr.Button("Clear", elem_id="clear")
                 summary = gr.HTML("", elem_id="summary")
+                replay = gr.HTML("", html_template=REPLAY_TEMPLATE, js_on_load=read_asset("replay.js"), elem_id="replay")
                 gr.Examples(example_prompts(), inputs=[message], label="Examples")
             with gr.Column(scale=2):
-                rounds_plot = gr.LinePlot(x="round", y="tokens", color="series", title="Tokens per round (tau)",
-                                          color_map={"this round": "#93c5fd", "running tau": "#16a34a",
-                                                     "draft depth": "#f59e0b"},
-                                          height=200, elem_id="chart-tau")
-                speed_plot = gr.LinePlot(x="seconds", y="tokens/s", color="decoder", title="Tokens/s over compute time",
-                                         color_map={"EAGLE-3": "#16a34a", "plain": "#64748b"},
-                                         height=200, elem_id="chart-speed")
-                speedup_plot = gr.LinePlot(x="tokens", y="speedup", title="Running speedup (plain time / EAGLE-3 time)",
-                                           height=200, elem_id="chart-speedup")
-                accept_plot = gr.BarPlot(x="draft position", y="fraction", title="Rounds accepting at least i drafts",
-                                         y_lim=[0, 1], height=200, elem_id="chart-accept")
+                charts = gr.HTML(chart_data(RunView("EAGLE-3"), RunView("plain"), first.tree.depth),
+                                 html_template=CHARTS_TEMPLATE, js_on_load=read_asset("live_charts.js"),
+                                 head=f'<script src="/gradio_api/file={PLOTLY_JS}"></script>', elem_id="charts")
         with gr.Accordion("Draft tree", open=True):
             round_slider = gr.Slider(1, 2, value=1, step=1, label="Round (the last by default)", elem_id="round")
             tree_view = gr.HTML(render_tree(None, [], []), elem_id="tree")
@@ -504,8 +530,7 @@ def build_demo() -> gr.Blocks:
                 max_new = gr.Slider(1, MAX_NEW_TOKENS, value=128, step=1, label="Max new tokens")
             preset_note = gr.Markdown(first.note)
 
-        outputs = [message, spec_chat, plain_chat, history, rounds_plot, speed_plot, speedup_plot, accept_plot,
-                   tree_view, round_slider, summary, trees]
+        outputs = [message, spec_chat, plain_chat, history, charts, tree_view, round_slider, summary, trees, replay]
         inputs = [message, spec_chat, plain_chat, history, preset, depth, top_k, total, temperature, top_p, max_new,
                   adaptive]
         # always_last: a Generate clicked while a run is still ending (just after Stop) runs next, not never
@@ -513,14 +538,19 @@ def build_demo() -> gr.Blocks:
                                  trigger_mode="always_last"),
                       message.submit(respond, inputs, outputs, concurrency_id="device", api_name=False,
                                      trigger_mode="always_last")]
-        cleared = [spec_chat, plain_chat, history, summary, tree_view, trees]
+        cleared = [spec_chat, plain_chat, history, summary, tree_view, trees, charts, replay]
+
+        def empty_page(depth):
+            empty = chart_data(RunView("EAGLE-3"), RunView("plain"), int(depth))
+            return [], [], [], "", render_tree(None, [], []), [], empty, ""
+
         if ZERO_GPU:  # the run is in a process of its own, out of reach of a flag: cancel it
             stop.click(None, None, None, cancels=run_events)
-            clear.click(lambda: ([], [], [], "", render_tree(None, [], []), []), None, cleared, cancels=run_events)
+            clear.click(empty_page, depth, cleared, cancels=run_events)
         else:
             stop.click(stop_run, None, None, concurrency_id="stop", concurrency_limit=None, api_name=False)
             clear.click(stop_run, None, None, concurrency_id="stop", concurrency_limit=None, api_name=False).then(
-                lambda: ([], [], [], "", render_tree(None, [], []), []), None, cleared)
+                empty_page, depth, cleared)
         round_slider.release(lambda kept, i, name: tree_html(kept, i, MODELS.get(name)[1].tokenizer),
                              [trees, round_slider, preset], tree_view)
         greedy.click(lambda: (0.0, 1.0), None, [temperature, top_p])
@@ -541,8 +571,8 @@ def preset_changed(name: str):
     return preset.tree.depth, preset.tree.top_k, preset.tree.total_tokens, preset.note
 
 
-def read_css() -> str:
-    with open(os.path.join(ROOT, "assets", "style.css"), encoding="utf-8") as f:
+def read_asset(name: str) -> str:
+    with open(os.path.join(ROOT, "assets", name), encoding="utf-8") as f:
         return f.read()
 
 
@@ -550,8 +580,10 @@ def main() -> None:
     # Decoding threads that share their cores with a busy process (a browser) stall at every OpenMP barrier.
     torch.set_num_threads(ARGS.threads or max(1, (os.cpu_count() or 1) - (ARGS.host in ("127.0.0.1", "localhost"))))
     demo = build_demo()
-    demo.launch(server_name=ARGS.host, server_port=ARGS.port, share=False, css=read_css(), theme=gr.themes.Soft(),
-                prevent_thread_lock=True)
+    # quiet: gradio's own banner suggests share=True, which this app never does
+    demo.launch(server_name=ARGS.host, server_port=ARGS.port, share=False, css=read_asset("style.css"), theme=gr.themes.Soft(),
+                prevent_thread_lock=True, quiet=True)
+    print(f"EAGLE-3, live: http://{ARGS.host}:{ARGS.port}/ (no public link; Ctrl+C stops it)", flush=True)
     if ZERO_GPU:
         demo.block_thread()
         return

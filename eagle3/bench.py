@@ -255,41 +255,6 @@ def print_table(report: dict) -> None:
             print(f"{name:<14} {row['prompts']:>7} {row['speedup']:>7.2f}x {row['tau']:>5.2f} {lookup:>7}")
 
 
-def plot(report: dict, path: str) -> None:
-    """Speedup per prompt and acceptance by position; batched throughput when measured."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    panels = (["prompts", "acceptance"] if "summary" in report else []) + (["batch"] if "batch" in report else [])
-    fig, axes = plt.subplots(1, len(panels), figsize=(5.5 * len(panels), 3.6), squeeze=False)
-    for ax, panel in zip(axes[0], panels):
-        if panel == "prompts":
-            summary, rows = report["summary"], report["prompts"]
-            ax.bar(range(len(rows)), [r["speedup"] for r in rows], color="#3b82f6")
-            ax.axhline(1.0, color="#6b7280", linewidth=1)
-            ax.axhline(summary["speedup"], color="#16a34a", linestyle="--", label=f"overall {summary['speedup']:.2f}x")
-            ax.set(title="EAGLE-3 speedup over plain decoding, per prompt", xlabel="prompt", ylabel="speedup")
-            ax.legend(frameon=False)
-        elif panel == "acceptance":
-            summary = report["summary"]
-            positions = range(1, len(summary["acceptance_by_position"]) + 1)
-            ax.bar(positions, summary["acceptance_by_position"], color="#16a34a")
-            ax.set(title=f"Rounds accepting at least i drafts (tau {summary['tau']:.2f})", xlabel="i",
-                   ylabel="fraction", ylim=(0, 1))
-        else:
-            sizes = report["batch"]["sizes"]
-            x = [r["batch_size"] for r in sizes]
-            ax.plot(x, [r["plain_tokens_per_s"] for r in sizes], "o-", color="#64748b", label="plain")
-            ax.plot(x, [r["eagle3_tokens_per_s"] for r in sizes], "o-", color="#16a34a", label="EAGLE-3")
-            ax.set(title="Batched throughput", xlabel="batch size", ylabel="tokens/s (whole batch)", xscale="log")
-            ax.set_xticks(x, [str(v) for v in x])
-            ax.legend(frameon=False)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-
-
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(prog="python -m eagle3.bench", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -329,7 +294,8 @@ def parse_args(argv=None):
                         help="above this batch size, batched decoding falls back to plain decoding")
     parser.add_argument("--skip-main", action="store_true", help="only the sweep / batch measurements")
     parser.add_argument("--json", default=None, help="write the report here")
-    parser.add_argument("--plot", default=None, help="draw speedup per prompt and acceptance by position (PNG)")
+    parser.add_argument("--report", default=None, metavar="FILE.html",
+                        help="an interactive Plotly report of the figures (PNG images: python -m eagle3.report)")
     return parser.parse_args(argv)
 
 
@@ -406,8 +372,10 @@ def main(argv=None) -> int:
         os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
         with open(args.json, "w", encoding="utf-8") as f:
             json.dump(report, f, indent=1)
-    if args.plot:
-        plot(report, args.plot)
+    if args.report:
+        from eagle3.report import write_html
+
+        write_html(report, args.report)
     return 0
 
 

@@ -81,7 +81,7 @@ def request(client, prompt: str, max_new_tokens: int) -> str:
     """One generation through the app's API; the summary line it ends with."""
     result = client.predict(prompt, [], [], STDLIB.name, 5, 3, 16, 0.0, 1.0, max_new_tokens, False,
                             api_name="/generate")
-    return result[-1]
+    return result[-2]  # the summary (the replay data follows it)
 
 
 def run(clients: int = 20, requests: int = 3, max_new_tokens: int = 16, max_queue: int = 32,

@@ -1,5 +1,7 @@
 """The Gradio app: rendering, a streamed run over gradio_client, and a real browser."""
 
+import html
+import json
 import os
 import re
 import shutil
@@ -47,14 +49,19 @@ def test_tree_rendering_highlights_the_accepted_path():
     assert app.render_tree(None, [], []).startswith('<div class="tree-svg">')
 
 
-def test_chart_rows():
-    frame = app.acceptance_rows([0, 2, 3, 1], depth=3)
-    assert frame["fraction"].tolist() == [0.75, 0.5, 0.25]
+def test_chart_data():
+    assert app.acceptance_fractions([0, 2, 3, 1], depth=3) == [0.75, 0.5, 0.25]
     spec, plain = app.RunView("EAGLE-3"), app.RunView("plain")
     spec.times, plain.times = [(1, 0.1), (5, 0.2), (9, 0.3)], [(1, 0.1), (2, 0.2), (5, 0.5), (9, 0.9)]
-    assert app.speedup_rows(spec, plain).to_dict("records") == [
-        {"tokens": 1, "speedup": 1.0}, {"tokens": 2, "speedup": 1.0}, {"tokens": 5, "speedup": 2.5},
-        {"tokens": 9, "speedup": 3.0}]
+    assert app.running_speedup(spec, plain) == ([1, 2, 5, 9], [1.0, 1.0, 2.5, 3.0])
+    spec.accepted, spec.taus, spec.depths = [0, 2, 3, 1], [1.0, 2.0, 2.667, 2.5], [3, 3, 4, 4]
+    data = json.loads(app.chart_data(spec, plain, 4, render_ms=1.5))
+    assert data["rounds"] == {"round": [1, 2, 3, 4], "tokens": [1, 3, 4, 2], "tau": [1.0, 2.0, 2.667, 2.5],
+                              "depth": [3, 3, 4, 4]}
+    assert data["speed"]["plain"] == {"seconds": [0.1, 0.2, 0.5, 0.9], "tokens_per_s": [10.0, 10.0, 10.0, 10.0]}
+    assert data["speed"]["EAGLE-3"]["tokens_per_s"] == [10.0, 25.0, 30.0]
+    assert data["speedup"] == {"tokens": [1, 2, 5, 9], "speedup": [1.0, 1.0, 2.5, 3.0]}
+    assert data["accept"] == {"position": [1, 2, 3, 4], "fraction": [0.75, 0.5, 0.25, 0.0]} and data["render_ms"] == 1.5
 
 
 def test_respond_streams_and_checks_losslessness():
@@ -62,26 +69,35 @@ def test_respond_streams_and_checks_losslessness():
     updates = list(app.respond(PROMPT, [], [], [], name, 5, 2, 10, 0.0, 1.0, 48))
     assert len(updates) >= 2
     final = updates[-1]
-    _, spec_chat, plain_chat, history, rounds, speed, speedup, accept, tree, _, summary, trees = final
+    _, spec_chat, plain_chat, history, charts, tree, _, summary, trees, replay = final
     assert "lossless: identical to plain decoding" in summary and "done." in summary
     assert 'class="tok accepted' in spec_chat[-1]["content"]
     strip = lambda s: re.sub(r"<[^>]+>", "", re.sub(r'<span class="tok rejected[^>]*>.*?</span>', "", s, flags=re.S))  # noqa: E731
-    assert strip(spec_chat[-1]["content"]) == strip(plain_chat[-1]["content"])
-    assert set(speed["decoder"]) == {"EAGLE-3", "plain"} and len(rounds) > 0 and len(speedup) > 0
-    assert "<svg" in tree and trees and history == [(PROMPT.strip(), history[0][1])]
+    reply = strip(spec_chat[-1]["content"])
+    assert reply == strip(plain_chat[-1]["content"])
+    data = json.loads(charts)
+    rounds = len(data["rounds"]["round"])
+    assert rounds == len(trees) + 1 or rounds == len(trees)  # the last round may have had no room to draft
+    plain_seconds = data["speed"]["plain"]["seconds"]
+    assert plain_seconds and plain_seconds == sorted(plain_seconds) and len(data["speedup"]["tokens"]) > 0
+    assert "<svg" in tree and history == [(PROMPT, html.unescape(reply))]
+    frames = {d["name"]: d["frames"] for d in json.loads(replay)["decoders"]}  # what "Replay side by side" plays
+    assert "".join(h for _, h in frames["EAGLE-3"]) == spec_chat[-1]["content"]
+    assert "".join(h for _, h in frames["plain"]) == plain_chat[-1]["content"]
+    assert [t for t, _ in frames["plain"]] == plain_seconds
 
 
 def test_stop_ends_the_run_with_a_final_update():
     name = app.PRESET_LIST[0].name
     run = app.respond(PROMPT, [], [], [], name, 5, 2, 10, 0.0, 1.0, 256, False, SimpleNamespace(session_hash="s1"))
     first = next(run)
-    assert first[0] == "" and "EAGLE-3" in first[-2]  # the first update empties the prompt box
+    assert first[0] == "" and "EAGLE-3" in first[7]  # the first update empties the prompt box
     app.STOPS.request("s1", wait_s=0)  # as the Stop button does, without waiting for the end
     *middle, final = list(run)
     assert middle == [] and final[0] != ""  # no update after the stop but the final one, which keeps the prompt box
-    assert re.fullmatch(r'<span class="">stopped: EAGLE-3 wrote \d+ tokens, plain wrote 0 tokens</span>', final[-2])
+    assert re.fullmatch(r'<span class="">stopped: EAGLE-3 wrote \d+ tokens, plain wrote 0 tokens</span>', final[7])
     assert final[1][-1]["content"] and final[2][-1]["content"] == "<em>(plain decoding did not run)</em>"
-    assert final[3][-1][0] == PROMPT.strip() and final[3][-1][1]  # the partial reply joins the chat
+    assert final[3][-1][0] == PROMPT and final[3][-1][1]  # the partial reply joins the chat
     started = time.perf_counter()
     app.STOPS.request("s1")  # the run has ended: nothing to wait for
     assert time.perf_counter() - started < 1
@@ -141,11 +157,11 @@ def test_device_error_is_reported_and_the_app_recovers(monkeypatch):
 
     monkeypatch.setattr(target, "forward", failing_forward)
     *_, final = app.respond(PROMPT, [], [], [], name, 5, 2, 10, 0.0, 1.0, 48)
-    assert "generation stopped: OutOfMemoryError: CUDA out of memory" in final[-2]
-    assert final[1][-1]["content"] and final[3][-1][0] == PROMPT.strip()  # the partial output and the history stay
+    assert "generation stopped: OutOfMemoryError: CUDA out of memory" in final[7]
+    assert final[1][-1]["content"] and final[3][-1][0] == PROMPT  # the partial output and the history stay
     monkeypatch.setattr(target, "forward", forward)
     *_, final = app.respond(PROMPT, [], [], final[3], name, 5, 2, 10, 0.0, 1.0, 48)
-    assert "lossless: identical to plain decoding" in final[-2] and len(final[3]) == 2
+    assert "lossless: identical to plain decoding" in final[7] and len(final[3]) == 2
 
 
 # ---------------------------------------------------------------------------- served app
@@ -172,7 +188,7 @@ def test_gradio_client_streams_and_cancels(served):
     updates = list(job)
     assert len(updates) >= 2
     final = job.outputs()[-1]
-    assert "lossless: identical to plain decoding" in final[-1]
+    assert "lossless: identical to plain decoding" in final[-2]
     assert final[1][-1]["content"] and final[2][-1]["content"]  # both panes (final[0] is the cleared prompt)
 
     job = client.submit(PROMPT, [], [], name, 5, 2, 10, 0.0, 1.0, 1024, False, api_name="/generate")
@@ -181,7 +197,7 @@ def test_gradio_client_streams_and_cancels(served):
         time.sleep(0.05)
     assert job.cancel() or job.done()
     again = client.submit("class Stack:\n", [], [], name, 5, 2, 10, 0.0, 1.0, 16, False, api_name="/generate")
-    assert "done." in again.result()[-1]
+    assert "done." in again.result()[-2]
 
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -206,7 +222,19 @@ def test_real_browser(served):
         assert "lossless: identical to plain decoding" in page.locator("#summary").inner_text()
         for chart in ("#chart-tau", "#chart-speed", "#chart-speedup", "#chart-accept"):
             assert page.locator(chart).count() == 1
-        assert page.locator("#chart-tau canvas, #chart-tau svg").count() > 0
+        # Live Plotly charts, drawn in place from the installed plotly.js (no network here).
+        assert page.evaluate("typeof Plotly") == "object"
+        assert page.evaluate("document.querySelector('#chart-speed').data.map(t => t.name)") == ["EAGLE-3", "plain"]
+        assert page.evaluate("document.querySelector('#chart-tau').data[1].y.length") > 0
+        updates = int(page.locator("#charts .chart-status").inner_text().split()[0])
+        assert updates >= 5
+        # The replay plays both replies again at their measured pace, with a time line on the chart.
+        page.locator("#replay .replay-button").click()
+        page.locator('#replay .replay[data-state="finished"]').wait_for(timeout=120_000)
+        assert page.locator("#replay .replay-done").all_inner_texts()[0].startswith("finished at")
+        assert page.locator('#replay .tokens[data-decoder="EAGLE-3"] .tok').count() == page.locator("#spec-pane .tok").count()
+        assert page.locator('#replay .tokens[data-decoder="plain"] .tok').count() == page.locator("#plain-pane .tok").count()
+        assert page.evaluate("document.querySelector('#chart-speed').layout.shapes.length") == 1
         assert page.locator("#tree svg .node").count() > 1  # the last round's tree (its path may be empty)
         os.makedirs("runs", exist_ok=True)
         page.screenshot(path="runs/screenshot.png", full_page=True)

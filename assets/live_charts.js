@@ -1,0 +1,64 @@
+// The app's live charts (js_on_load of one gr.HTML): four Plotly charts, redrawn in place
+// with Plotly.react whenever the server sends new values (props.value: JSON from
+// app.chart_data). The nodes stay; only the data change. Colours follow the page's theme.
+const names = ["tau", "speed", "speedup", "accept"];
+const nodes = Object.fromEntries(names.map((n) => [n, element.querySelector("#chart-" + n)]));
+const status = element.querySelector(".chart-status");
+const config = { displayModeBar: false, responsive: true };
+const green = "#16a34a", slate = "#64748b", blue = "#60a5fa", amber = "#f59e0b";
+let drawn = 0, since = performance.now();
+
+function layout(title, x, y, { xaxis = {}, yaxis = {}, ...rest } = {}) {
+  const style = getComputedStyle(element);
+  const text = style.getPropertyValue("--body-text-color").trim() || "#1f2937";
+  const grid = style.getPropertyValue("--border-color-primary").trim() || "#e5e7eb";
+  const axis = (label) => ({ title: { text: label, standoff: 4 }, gridcolor: grid, linecolor: grid, zeroline: false, automargin: true });
+  return {
+    title: { text: title, font: { size: 13 }, x: 0.02 }, height: 200, margin: { l: 44, r: 8, t: 28, b: 34 },
+    paper_bgcolor: "rgba(0,0,0,0)", plot_bgcolor: "rgba(0,0,0,0)", font: { color: text, size: 11 },
+    xaxis: { ...axis(x), ...xaxis }, yaxis: { ...axis(y), rangemode: "tozero", ...yaxis },
+    legend: { orientation: "h", x: 1, xanchor: "right", y: 1.12, bgcolor: "rgba(0,0,0,0)" },
+    hovermode: "x unified", uirevision: "keep", ...rest,
+  };
+}
+
+const line = (x, y, name, color, extra = {}) => ({ x, y, name, type: "scatter", mode: "lines", line: { color, width: 2 }, ...extra });
+
+function draw() {
+  if (typeof Plotly === "undefined") { setTimeout(draw, 100); return; }  // plotly.js still loading
+  const d = JSON.parse(props.value || "{}");
+  if (!d.rounds) return;
+  if (!d.rounds.round.length && !Object.values(d.speed).some((s) => s.seconds.length)) {
+    drawn = 0;  // a new run (or a cleared page): count its updates from here
+    since = performance.now();
+  }
+  const started = performance.now();
+  const r = d.rounds;
+  Plotly.react(nodes.tau, [
+    line(r.round, r.tokens, "this round", blue, { mode: "lines+markers", marker: { size: 4 }, line: { color: blue, width: 1 } }),
+    line(r.round, r.tau, "running tau", green),
+    line(r.round, r.depth, "draft depth", amber, { line: { color: amber, width: 1, dash: "dot" } }),
+  ], layout("Tokens per round (tau)", "round", "tokens"), config);
+  Plotly.react(nodes.speed, Object.entries(d.speed).map(([name, s]) =>
+    line(s.seconds, s.tokens_per_s, name, name === "plain" ? slate : green)),
+    layout("Tokens/s over compute time", "seconds", "tokens/s"), config);
+  Plotly.react(nodes.speedup, [line(d.speedup.tokens, d.speedup.speedup, "speedup", green)],
+    layout("Running speedup (plain time / EAGLE-3 time)", "tokens", "speedup", {
+      showlegend: false,
+      shapes: [{ type: "line", xref: "paper", x0: 0, x1: 1, y0: 1, y1: 1, line: { color: slate, width: 1, dash: "dot" } }],
+    }), config);
+  Plotly.react(nodes.accept, [{
+    x: d.accept.position, y: d.accept.fraction, type: "bar", marker: { color: green },
+    hovertemplate: "draft position %{x}: %{y:.0%} of rounds<extra></extra>",
+  }], layout("Rounds accepting at least i drafts", "draft position", "fraction of rounds",
+    { showlegend: false, hovermode: "closest", xaxis: { dtick: 1 }, yaxis: { range: [0, 1] } }), config);
+  drawn += 1;
+  const rate = drawn / Math.max((performance.now() - since) / 1000, 1e-3);
+  status.textContent = `${drawn} chart updates this run (${rate.toFixed(1)}/s); the last took `
+    + `${d.render_ms.toFixed(1)} ms on the server and ${(performance.now() - started).toFixed(1)} ms to draw, `
+    + "neither counted in the decoders' timings.";
+}
+
+watch("value", draw);
+window.matchMedia("(prefers-color-scheme: dark)").addEventListener("change", draw);
+draw();
