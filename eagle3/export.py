@@ -12,7 +12,9 @@ vocabulary and `d2t` as offsets (target id = draft id + d2t[draft id]). They dif
     `eagle_aux_hidden_state_layer_ids`, the INPUTS of those layers; SGLang
     `eagle_config.eagle_aux_hidden_state_layer_ids`, the OUTPUTS (it adds 1).
 A head on the default layers (2, L // 2, L - 3), which both engines and this project
-assume when none are named, is written without ids.
+assume when none are named, is written without ids. When the draft vocabulary is the
+whole vocabulary, vLLM has no `d2t` parameter (it refuses the file), so its export leaves
+the maps out; SGLang reads them either way.
 """
 
 from __future__ import annotations
@@ -33,12 +35,14 @@ class Engine:
     layer_prefix: str  # how the one decoder layer's keys begin
     aux_key: str  # "top": vLLM's top-level list of layer inputs; "nested": SGLang's eagle_config, layer outputs
     serve: str  # the command that serves the exported head, with {target} and {head}
+    maps_with_full_vocab: bool = True  # whether d2t / t2d may be written when the draft vocabulary is the whole one
 
 
 ENGINES = {
     "vllm": Engine("vllm", "layers.0.", "top",
                    "vllm serve {target} --speculative-config "
-                   "'{{\"method\": \"eagle3\", \"model\": \"{head}\", \"num_speculative_tokens\": 5}}'"),
+                   "'{{\"method\": \"eagle3\", \"model\": \"{head}\", \"num_speculative_tokens\": 5}}'",
+                   maps_with_full_vocab=False),
     "sglang": Engine("sglang", "midlayer.", "nested",
                      "python -m sglang.launch_server --model-path {target} --speculative-algorithm EAGLE3 "
                      "--speculative-draft-model-path {head} --speculative-num-steps 5 --speculative-eagle-topk 4 "
@@ -74,6 +78,8 @@ def export_head(head_dir: str, engine_name: str, out: str, dtype: str | None = N
     head = load_head(head_dir, None, dtype=None)
     config, tensors = head_files(head, DTYPES[dtype] if dtype else None)
     config = export_config(config, head.config.aux_layer_ids, engine)
+    if head.config.draft_vocab_size == head.config.vocab_size and not engine.maps_with_full_vocab:
+        tensors = {key: value for key, value in tensors.items() if key not in ("d2t", "t2d")}
     write_head(out, config, {engine_key(key, engine): value for key, value in tensors.items()})
     return config
 

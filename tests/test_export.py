@@ -79,3 +79,19 @@ def test_embeddings_cannot_be_exported_to_sglang(tmp_path):
     save_head(head, str(tmp_path / "head"))
     assert export_main(["--to", "sglang", "--head", str(tmp_path / "head"), "--out", str(tmp_path / "out")]) == 2
     assert export_main(["--to", "vllm", "--head", str(tmp_path / "head"), "--out", str(tmp_path / "out")]) == 0
+
+
+def test_a_full_vocabulary_head_has_no_maps_for_vllm(tmp_path):
+    """vLLM has no draft_id_to_target_id when draft and target vocabularies are one
+    (llama_eagle3.py) and refuses a file that carries d2t; SGLang reads it either way."""
+    target = make_target("llama", vocab_size=32)
+    head = make_head(target, draft_vocab_size=32)
+    save_head(head, str(tmp_path / "head"))
+    keys = {}
+    for engine in ("vllm", "sglang"):
+        assert export_main(["--to", engine, "--head", str(tmp_path / "head"), "--out", str(tmp_path / engine)]) == 0
+        keys[engine] = set(read(tmp_path / engine)[1])
+        loaded = load_head(str(tmp_path / engine), target, dtype=None)
+        assert torch.equal(loaded.d2t, torch.zeros(32, dtype=torch.long)) and bool(loaded.t2d.all())
+    sglang = {key.replace("midlayer.", "layers.0.") for key in keys["sglang"]}
+    assert sglang - keys["vllm"] == {"d2t", "t2d"} and keys["vllm"] < sglang
