@@ -220,8 +220,6 @@ def test_real_browser(served):
         assert page.locator("#spec-pane .tok.accepted").count() > 0
         assert page.locator("#plain-pane .tok.plain").count() > 0
         assert "lossless: identical to plain decoding" in page.locator("#summary").inner_text()
-        for chart in ("#chart-tau", "#chart-speed", "#chart-speedup", "#chart-accept"):
-            assert page.locator(chart).count() == 1
         # Live Plotly charts, drawn in place from the installed plotly.js (no network here).
         assert page.evaluate("typeof Plotly") == "object"
         assert page.evaluate("document.querySelector('#chart-speed').data.map(t => t.name)") == ["EAGLE-3", "plain"]
@@ -236,8 +234,6 @@ def test_real_browser(served):
         assert page.locator('#replay .tokens[data-decoder="plain"] .tok').count() == page.locator("#plain-pane .tok").count()
         assert page.evaluate("document.querySelector('#chart-speed').layout.shapes.length") == 1
         assert page.locator("#tree svg .node").count() > 1  # the last round's tree (its path may be empty)
-        os.makedirs("runs", exist_ok=True)
-        page.screenshot(path="runs/screenshot.png", full_page=True)
 
         # Bad input: a message on the page; the chat stays as it was.
         tokens = page.locator("#spec-pane .tok").count()
