@@ -37,7 +37,8 @@ def test_unrolled_attention_equals_tree_attention():
         for j in range(1, i + 1):
             allowed[:, j * length : (j + 1) * length] |= torch.eye(length, dtype=torch.bool)
         hidden = head(hidden, tokens[i], positions + i, additive_mask(allowed, torch.float32), cache.layers[0])
-        assert torch.allclose(hidden, unrolled[i], atol=1e-5), i
+        # relative: the states grow to ~20 by step 3, and float32 kernels (AVX-512 / AMX) round differently
+        torch.testing.assert_close(hidden, unrolled[i], rtol=1e-4, atol=1e-4, msg=f"step {i}")
 
 
 def test_draft_vocabulary_invariants():
