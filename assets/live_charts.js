@@ -8,10 +8,15 @@ const config = { displayModeBar: false, responsive: true };
 const green = "#16a34a", slate = "#64748b", blue = "#60a5fa", amber = "#f59e0b";
 let drawn = 0, since = performance.now();
 
-function layout(title, x, y, { xaxis = {}, yaxis = {}, ...rest } = {}) {
+let text = "#1f2937", grid = "#e5e7eb";  // the theme's colours, read once per draw
+
+function readTheme() {
   const style = getComputedStyle(element);
-  const text = style.getPropertyValue("--body-text-color").trim() || "#1f2937";
-  const grid = style.getPropertyValue("--border-color-primary").trim() || "#e5e7eb";
+  text = style.getPropertyValue("--body-text-color").trim() || "#1f2937";
+  grid = style.getPropertyValue("--border-color-primary").trim() || "#e5e7eb";
+}
+
+function layout(title, x, y, { xaxis = {}, yaxis = {}, ...rest } = {}) {
   const axis = (label) => ({ title: { text: label, standoff: 4 }, gridcolor: grid, linecolor: grid, zeroline: false, automargin: true });
   return {
     title: { text: title, font: { size: 13 }, x: 0.02 }, height: 200, margin: { l: 44, r: 8, t: 28, b: 34 },
@@ -33,6 +38,7 @@ function draw() {
     since = performance.now();
   }
   const started = performance.now();
+  readTheme();
   const r = d.rounds;
   Plotly.react(nodes.tau, [
     line(r.round, r.tokens, "this round", blue, { mode: "lines+markers", marker: { size: 4 }, line: { color: blue, width: 1 } }),
