@@ -477,8 +477,14 @@ def example_prompts(count: int = 8) -> list[str]:
     return [r.first for r in first_per_category(records, 1)][:count]
 
 
+def empty_charts(depth: int) -> str:
+    """The charts' data before a run: axes with no points."""
+    return chart_data(RunView("EAGLE-3"), RunView("plain"), depth)
+
+
 def build_demo() -> gr.Blocks:
     first = PRESET_LIST[0]
+    examples = example_prompts()
     with gr.Blocks(title="EAGLE-3, live") as demo:
         gr.Markdown("# EAGLE-3, live\nChat with a real model: each reply is decoded twice from the same "
                     "conversation, by speculative decoding with an EAGLE-3 draft head (left) and by plain decoding "
@@ -494,17 +500,18 @@ def build_demo() -> gr.Blocks:
                     plain_chat = gr.Chatbot(label="Plain decoding", elem_id="plain-pane", elem_classes="tokens",
                                             render_markdown=False,
                                             height=420, feedback_options=None, buttons=["copy"])
-                message = gr.Textbox(label="Message", lines=3, placeholder="Ask a question, or pick an example below",
-                                     elem_id="prompt")
+                # The first example is already in the box: Generate sends the text the visitor sees.
+                message = gr.Textbox(examples[0], label="Message", lines=3, elem_id="prompt",
+                                     placeholder="Ask a question, or pick an example below")
                 with gr.Row():
                     send = gr.Button("Generate", variant="primary", elem_id="send")
                     stop = gr.Button("Stop", elem_id="stop")
                     clear = gr.Button("Clear", elem_id="clear")
                 summary = gr.HTML("", elem_id="summary")
                 replay = gr.HTML("", html_template=REPLAY_TEMPLATE, js_on_load=read_asset("replay.js"), elem_id="replay")
-                gr.Examples(example_prompts(), inputs=[message], label="Examples")
+                gr.Examples(examples, inputs=[message], label="Examples")
             with gr.Column(scale=2):
-                charts = gr.HTML(chart_data(RunView("EAGLE-3"), RunView("plain"), first.tree.depth),
+                charts = gr.HTML(empty_charts(first.tree.depth),
                                  html_template=CHARTS_TEMPLATE, js_on_load=read_asset("live_charts.js"),
                                  head=f'<script src="/gradio_api/file={PLOTLY_JS}"></script>', elem_id="charts")
         with gr.Accordion("Draft tree", open=True):
@@ -541,8 +548,7 @@ def build_demo() -> gr.Blocks:
         cleared = [spec_chat, plain_chat, history, summary, tree_view, trees, charts, replay]
 
         def empty_page(depth):
-            empty = chart_data(RunView("EAGLE-3"), RunView("plain"), int(depth))
-            return [], [], [], "", render_tree(None, [], []), [], empty, ""
+            return [], [], [], "", render_tree(None, [], []), [], empty_charts(int(depth)), ""
 
         if ZERO_GPU:  # the run is in a process of its own, out of reach of a flag: cancel it
             stop.click(None, None, None, cancels=run_events)

@@ -20,6 +20,7 @@ function ready() {
   const d = data();
   box.classList.toggle("empty", !d);
   box.dataset.state = "ready";
+  box.dataset.finished = "";  // the decoders in the order their replay finished
   button.disabled = !d;
   clock.textContent = "";
   element.querySelectorAll(".replay-pane .tokens, .replay-done").forEach((node) => { node.innerHTML = ""; });
@@ -44,6 +45,7 @@ function play() {
       if (added) p.node.insertAdjacentHTML("beforeend", added);
       if (p.shown === p.frames.length && !p.node.previousElementSibling.textContent) {
         p.node.previousElementSibling.textContent = `finished at ${p.end.toFixed(2)} s`;
+        box.dataset.finished += (box.dataset.finished ? "," : "") + p.name;
       }
     }
     clock.textContent = `${t.toFixed(2)} s`;

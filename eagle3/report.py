@@ -136,11 +136,16 @@ def write_html(report: dict, path: str) -> None:
                 f"<body style='font-family: sans-serif'><h2>{heading}</h2>{''.join(parts)}</body></html>")
 
 
+def system_chromium() -> str | None:
+    """The machine's chromium (Debian's `chromium` package), or None."""
+    return shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
+
+
 def write_pngs(report: dict, directory: str, scale: float = 1.5) -> list[str]:
     """PNG images of the figures (plotly's kaleido export, with the system's chromium)."""
     import plotly.io as pio
 
-    chromium = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
+    chromium = system_chromium()
     if chromium and not os.environ.get("BROWSER_PATH"):
         os.environ["BROWSER_PATH"] = chromium  # where kaleido looks for a browser
     os.makedirs(directory, exist_ok=True)

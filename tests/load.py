@@ -54,6 +54,14 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def headless_page(playwright, chromium: str):
+    """A 1500x1500 page in a headless `chromium` (the system's, not one that playwright downloads)."""
+    browser = playwright.chromium.launch(executable_path=chromium, headless=True,
+                                         args=["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                                               "--disable-background-networking"])
+    return browser.new_page(viewport={"width": 1500, "height": 1500})
+
+
 def rss_mib(pid: int) -> float:
     with open(f"/proc/{pid}/status", encoding="utf-8") as f:
         line = next(line for line in f if line.startswith("VmRSS:"))

@@ -2,9 +2,7 @@
 
 import html
 import json
-import os
 import re
-import shutil
 import time
 from types import SimpleNamespace
 
@@ -13,7 +11,8 @@ import pytest
 import app
 from eagle3.acceptance import TokenState
 from eagle3.events import Token, TreeView
-from tests.load import free_port, start_app
+from eagle3.report import system_chromium
+from tests.load import free_port, headless_page, start_app
 
 PROMPT = 'def is_even(n):\n    """Return True if n is even."""\n'
 
@@ -200,7 +199,7 @@ def test_gradio_client_streams_and_cancels(served):
     assert "done." in again.result()[-2]
 
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+CHROMIUM = system_chromium()
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed (.ci/run installs it)")
@@ -208,15 +207,27 @@ def test_real_browser(served):
     from playwright.sync_api import sync_playwright
 
     _, url = served
+    chart_text_color = "document.querySelector('#chart-tau').layout.font.color"
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True,
-                                    args=["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                                          "--disable-background-networking"])
-        page = browser.new_page(viewport={"width": 1500, "height": 1500})
+        page = headless_page(p, CHROMIUM)
         page.goto(url)
+        assert page.locator("#prompt textarea").input_value() == app.example_prompts()[0]  # Generate sends it
+        charts = "['tau', 'speed', 'speedup', 'accept'].map((name) => document.querySelector('#chart-' + name))"
+        page.wait_for_function(f"{charts}.every((node) => node.data !== undefined)", timeout=30_000)
+        page.evaluate(f"window.chartNodes = {charts}")
         page.locator("#prompt textarea").fill(PROMPT)
         page.locator("#send").click()
+        page.wait_for_function("document.querySelectorAll('#spec-pane .tok').length > 3", timeout=60_000, polling=20)
+        points = "document.querySelector('#chart-tau').data[0].x.length"
+        points_midway = page.evaluate(points)
         page.locator("#summary").get_by_text("done.").wait_for(timeout=120_000)
+        # The charts are redrawn in place: the same nodes as before the run, with more points.
+        assert page.evaluate(f"window.chartNodes.every((node, i) => node === {charts}[i] && node.isConnected)")
+        assert page.evaluate(points) > points_midway
+        # The panes' labels and buttons sit above the scrolling messages, never over them.
+        assert page.evaluate("""['#spec-pane', '#plain-pane'].every((pane) => {
+            const label = document.querySelector(pane + ' [data-testid="block-label"]').getBoundingClientRect();
+            return label.bottom <= document.querySelector(pane + ' .bubble-wrap').getBoundingClientRect().top; })""")
         assert page.locator("#spec-pane .tok.accepted").count() > 0
         assert page.locator("#plain-pane .tok.plain").count() > 0
         assert "lossless: identical to plain decoding" in page.locator("#summary").inner_text()
@@ -229,7 +240,13 @@ def test_real_browser(served):
         # The replay plays both replies again at their measured pace, with a time line on the chart.
         page.locator("#replay .replay-button").click()
         page.locator('#replay .replay[data-state="finished"]').wait_for(timeout=120_000)
-        assert page.locator("#replay .replay-done").all_inner_texts()[0].startswith("finished at")
+        # Each pane finishes at its measured time ("finished at 3.21 s"), the faster decoder first.
+        ends = {name: float(page.locator(f'#replay .tokens[data-decoder="{name}"]').locator("..")
+                            .locator(".replay-done").inner_text().split()[2]) for name in ("EAGLE-3", "plain")}
+        order = page.locator("#replay .replay").get_attribute("data-finished").split(",")
+        assert sorted(order) == sorted(ends)
+        if abs(ends["EAGLE-3"] - ends["plain"]) > 0.1:  # not finished within one animation frame of each other
+            assert order == sorted(ends, key=ends.get)
         assert page.locator('#replay .tokens[data-decoder="EAGLE-3"] .tok').count() == page.locator("#spec-pane .tok").count()
         assert page.locator('#replay .tokens[data-decoder="plain"] .tok').count() == page.locator("#plain-pane .tok").count()
         assert page.evaluate("document.querySelector('#chart-speed').layout.shapes.length") == 1
@@ -249,6 +266,9 @@ def test_real_browser(served):
         page.locator("#send").click()
         page.wait_for_function(f"document.querySelectorAll('#spec-pane .tok').length > {tokens}", timeout=60_000,
                                polling=20)
+        page.evaluate("""window.sawStopped = false; new MutationObserver(() => {
+            window.sawStopped ||= document.querySelector('#summary').innerText.includes('stopped: EAGLE-3 wrote');
+        }).observe(document.body, { subtree: true, childList: true, characterData: true })""")
         page.locator("#stop").click()
         page.locator("#prompt textarea").fill(PROMPT)
         page.locator("#send").click()
@@ -256,4 +276,11 @@ def test_real_browser(served):
         assert "lossless: identical to plain decoding" in page.locator("#summary").inner_text()
         assert page.locator("#plain-pane").get_by_text("(plain decoding did not run)").count() == 1
         assert page.locator("#spec-pane").get_by_text("class Stack:").count() == 1
-        browser.close()
+        assert page.evaluate("window.sawStopped")  # the stopped run's own summary, before the next run's
+
+        # The charts take their colours from the page's theme: light text on the dark one.
+        light_text = page.evaluate(chart_text_color)
+        page.goto(url + "?__theme=dark")
+        page.wait_for_function("document.querySelector('#chart-tau')?.layout !== undefined", timeout=30_000)
+        assert page.evaluate(chart_text_color) != light_text
+        page.context.browser.close()
