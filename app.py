@@ -16,8 +16,10 @@ import os
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from contextlib import closing
 from dataclasses import dataclass, field
+from itertools import accumulate
 
 try:  # Hugging Face ZeroGPU: `spaces` must be imported before torch
     import spaces
@@ -29,13 +31,15 @@ import plotly
 import torch
 import transformers
 
-from eagle3 import GenerationConfig, SamplingConfig, TokenState, TreeConfig, load_head, load_target
+from eagle3 import GenerationConfig, SamplingConfig, TreeConfig, load_head, load_target
 from eagle3.adaptive import AdaptiveDepth
 from eagle3.decode import plain_decode, speculative_decode
 from eagle3.events import RoundEvent, Token, TreeView
+from eagle3.options import add_pair_options
 from eagle3.presets import PRESETS, Preset
 from eagle3.prompts import first_per_category, fit_chat, read_prompts
 from eagle3.runner import MainThreadRunner
+from eagle3.stats import RunStats, tokens_per_round
 
 ROOT = os.path.dirname(os.path.abspath(__file__))
 MAX_NEW_TOKENS, MAX_PROMPT_CHARS = 1024, 16000  # enforced here, whatever the sliders say
@@ -67,14 +71,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--host", default=os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1"))
     parser.add_argument("--port", type=int, default=int(os.environ.get("GRADIO_SERVER_PORT", "7860")))
-    parser.add_argument("--target", default=os.environ.get("EAGLE3_TARGET"),
-                        help="a target directory, .gguf file or hub id (default: the presets, SmolLM2 first; env EAGLE3_TARGET)")
-    parser.add_argument("--draft", default=os.environ.get("EAGLE3_DRAFT"), help="the EAGLE-3 head for --target (env EAGLE3_DRAFT)")
-    parser.add_argument("--device", default="auto", help="cpu, cuda, cuda:N or auto")
-    parser.add_argument("--dtype", default=None, help="the target's dtype: float32, bfloat16, float16 or auto "
-                                                      "(default: each pair's own)")
-    parser.add_argument("--trust-remote-code", action="store_true",
-                        help="let targets run the Python code their hub repository ships (off: only transformers' own)")
+    add_pair_options(parser, os.environ.get("EAGLE3_TARGET"), os.environ.get("EAGLE3_DRAFT"),
+                     "default: the presets, SmolLM2 first; env EAGLE3_TARGET, and EAGLE3_DRAFT for --draft",
+                     chat=False, head=False)
     parser.add_argument("--allow-any-model", action="store_true",
                         help="let visitors type any 'TARGET | HEAD' pair (paths or hub ids) into the model menu; "
                              "by default it offers only the presets and --target")
@@ -212,48 +211,32 @@ def _postorder(children: list[list[int]]) -> list[int]:
 
 @dataclass
 class RunView:
-    """What one decoder's run has shown so far: text, chart rows, trees."""
+    """What one decoder's run has shown so far: its statistics, token HTML, replay frames, trees."""
 
     name: str
+    stats: RunStats = field(default_factory=RunStats)
     html: list[str] = field(default_factory=list)
-    text: list[str] = field(default_factory=list)
-    accepted: list[int] = field(default_factory=list)  # drafts accepted per round (speculative)
-    depths: list[int] = field(default_factory=list)  # draft depth per round (speculative)
-    taus: list[float] = field(default_factory=list)  # running tau after each round (speculative)
     trees: list[tuple[int, TreeView, list[int]]] = field(default_factory=list)  # (round, tree, accepted path)
     frames: list[tuple[float, str]] = field(default_factory=list)  # (compute seconds, HTML of the tokens it added)
-    times: list[tuple[int, float]] = field(default_factory=list)  # (new tokens, compute seconds)
-    last: RoundEvent | None = None
 
     def add(self, event: RoundEvent, speculative: bool) -> None:
-        self.last = event
+        self.stats.add(event)
         render = (lambda t: token_html(t, event.index)) if speculative else plain_html
         added = [render(t) for t in event.tokens]
         self.html += added
         self.frames.append((round(event.elapsed_s, 4), "".join(added)))
-        self.text += [t.text for t in event.tokens if t.state is not TokenState.REJECTED]
-        self.times.append((event.new_tokens, event.elapsed_s))
-        if speculative and event.index > 0:
-            self.accepted.append(event.accepted_drafts)
-            self.depths.append(event.depth)
-            self.taus.append(round(event.tau, 3))
-            if len(event.tree.tokens) > 1:  # the last round of a run may have no room to draft
-                self.trees.append((event.index, event.tree, event.accepted_path))
-
-
-def acceptance_fractions(accepted: list[int], depth: int) -> list[float]:
-    """Fraction of rounds that accepted at least i drafts, i = 1..depth."""
-    rounds = max(1, len(accepted))
-    return [round(sum(a >= i for a in accepted) / rounds, 4) for i in range(1, depth + 1)]
+        if speculative and event.index > 0 and len(event.tree.tokens) > 1:  # the last round may have no room to draft
+            self.trees.append((event.index, event.tree, event.accepted_path))
 
 
 def running_speedup(spec: RunView, plain: RunView) -> tuple[list[int], list[float]]:
     """Running speedup: plain time to reach n tokens / EAGLE-3 time to reach n tokens."""
     tokens_at, speedups, j = [], [], 0
-    for tokens, plain_s in plain.times:
-        while j < len(spec.times) - 1 and spec.times[j][0] < tokens:
+    spec_times = spec.stats.times
+    for tokens, plain_s in plain.stats.times:
+        while j < len(spec_times) - 1 and spec_times[j][0] < tokens:
             j += 1
-        spec_tokens, spec_s = spec.times[j]
+        spec_tokens, spec_s = spec_times[j]
         if spec_tokens >= tokens and spec_s > 0 and tokens > 0:
             tokens_at.append(tokens)
             speedups.append(round(plain_s / spec_s, 3))
@@ -263,15 +246,17 @@ def running_speedup(spec: RunView, plain: RunView) -> tuple[list[int], list[floa
 def chart_data(spec: RunView, plain: RunView, depth: int, render_ms: float = 0.0) -> str:
     """What the live Plotly charts draw (assets/live_charts.js), as columns, in JSON."""
     speedup_tokens, speedups = running_speedup(spec, plain)
-    speed = {view.name: {"seconds": [round(s, 4) for _, s in view.times],
-                         "tokens_per_s": [round(n / s, 2) if s > 0 else 0.0 for n, s in view.times]}
+    speed = {view.name: {"seconds": [round(s, 4) for _, s in view.stats.times],
+                         "tokens_per_s": [round(n / s, 2) if s > 0 else 0.0 for n, s in view.stats.times]}
              for view in (spec, plain)}
+    accepted = spec.stats.accepted_per_round
+    running_tau = [round(tokens_per_round(total, rounds), 3) for rounds, total in enumerate(accumulate(accepted), 1)]
     return json.dumps({
-        "rounds": {"round": list(range(1, len(spec.accepted) + 1)), "tokens": [a + 1 for a in spec.accepted],
-                   "tau": spec.taus, "depth": spec.depths},
+        "rounds": {"round": list(range(1, len(accepted) + 1)), "tokens": [a + 1 for a in accepted],
+                   "tau": running_tau, "depth": spec.stats.depths},
         "speed": speed,
         "speedup": {"tokens": speedup_tokens, "speedup": speedups},
-        "accept": {"position": list(range(1, depth + 1)), "fraction": acceptance_fractions(spec.accepted, depth)},
+        "accept": {"position": list(range(1, depth + 1)), "fraction": spec.stats.acceptance(depth)},
         "render_ms": round(render_ms, 2),
     })
 
@@ -279,17 +264,17 @@ def chart_data(spec: RunView, plain: RunView, depth: int, render_ms: float = 0.0
 def replay_data(spec: RunView, plain: RunView) -> str:
     """What the replay (assets/replay.js) plays: each decoder's token HTML at the compute time
     it was produced, in JSON; empty unless both runs finished."""
-    if not (spec.last and spec.last.finished and plain.last and plain.last.finished):
+    if not (spec.stats.finished and plain.stats.finished):
         return ""
     return json.dumps({"decoders": [{"name": v.name, "frames": v.frames} for v in (spec, plain)]})
 
 
 def summary_html(spec: RunView, plain: RunView | None, greedy: bool) -> str:
-    s = spec.last
+    s = spec.stats
     parts = [f"new tokens {s.new_tokens}", f"rounds {s.rounds}", f"tau {s.tau:.2f}", f"EAGLE-3 {s.tokens_per_s:.1f} tok/s"]
-    if plain is None or plain.last is None or not plain.last.finished:  # "done." only at the very end
+    if plain is None or not plain.stats.finished:  # "done." only at the very end
         return " | ".join(parts) + " | plain decoding…"
-    p = plain.last
+    p = plain.stats
     parts += [f"plain {p.tokens_per_s:.1f} tok/s", f"speedup {p.elapsed_s / s.elapsed_s * s.new_tokens / max(p.new_tokens, 1):.2f}x"]
     if greedy:
         a, b = s.output_ids, p.output_ids
@@ -321,25 +306,76 @@ def build_prompt(preset: Preset, tokenizer, message: str, history: list[tuple[st
     return fit_chat(tokenizer, history, message, budget)
 
 
-def parse_request(message: str, history, preset_name, depth, top_k, total_tokens, temperature, top_p, max_new_tokens):
+@dataclass
+class ChatRequest:
+    """One Generate click: the message as typed, the conversation so far and the settings.
+    The fields are the event's inputs, in this order."""
+
+    message: str
+    spec_chat: list
+    plain_chat: list
+    history: list  # (user message, EAGLE-3 reply) pairs
+    preset: str
+    depth: int
+    top_k: int
+    total_tokens: int
+    temperature: float
+    top_p: float
+    max_new_tokens: int
+    adaptive: bool = False
+
+
+@dataclass
+class PageUpdate:
+    """What one streamed update changes on the page; gr.skip() leaves a component as it is.
+    The fields are the event's outputs, in this order."""
+
+    message: object = field(default_factory=gr.skip)
+    spec_chat: object = field(default_factory=gr.skip)
+    plain_chat: object = field(default_factory=gr.skip)
+    history: object = field(default_factory=gr.skip)
+    charts: object = field(default_factory=gr.skip)
+    tree: object = field(default_factory=gr.skip)
+    round_slider: object = field(default_factory=gr.skip)
+    summary: object = field(default_factory=gr.skip)
+    trees: object = field(default_factory=gr.skip)
+    replay: object = field(default_factory=gr.skip)
+
+    def values(self) -> tuple:
+        return tuple(getattr(self, f.name) for f in dataclasses.fields(self))
+
+
+@dataclass
+class Decoding:
+    """A checked request, ready to decode."""
+
+    target: object
+    head: object
+    prompt: str | list[int]  # the chat-templated ids, or the message itself for a completion model
+    tree: TreeConfig
+    config: GenerationConfig
+
+
+def parse_request(request: ChatRequest) -> Decoding:
     """The checked settings of one request, or a ValueError / gr.Error that names the problem."""
+    message = request.message
     if not message.strip():
         raise ValueError("prompt: empty; type something to continue")
     if len(message) > MAX_PROMPT_CHARS:
         raise ValueError(f"prompt: {len(message)} characters; this server accepts at most {MAX_PROMPT_CHARS}")
-    preset, target, head = MODELS.get(preset_name)
-    tree = TreeConfig(int(depth), int(top_k), int(total_tokens))
+    preset, target, head = MODELS.get(request.preset)
+    tree = TreeConfig(int(request.depth), int(request.top_k), int(request.total_tokens))
     tree.validate(head.config.draft_vocab_size)
-    config = GenerationConfig(int(min(max_new_tokens, MAX_NEW_TOKENS)), SamplingConfig(float(temperature), float(top_p)),
-                              seed=0)
+    sampling = SamplingConfig(float(request.temperature), float(request.top_p))
+    config = GenerationConfig(int(min(request.max_new_tokens, MAX_NEW_TOKENS)), sampling, seed=0)
     config.validate()
     context = min(target.max_context, MAX_CONTEXT)
     budget = context - config.max_new_tokens
-    prompt, dropped = build_prompt(preset, target.tokenizer, message, history, budget)
+    prompt, dropped = build_prompt(preset, target.tokenizer, message, request.history, budget)
     if dropped:
         gr.Info(f"context: the {dropped} oldest turn(s) of this chat were left out to keep the prompt within "
                 f"{budget} tokens ({context} minus max new tokens)")
-    return target, head, prompt, tree, config
+    return Decoding(target, head, prompt, tree, config)
 
 
 class Stops:
@@ -380,53 +416,55 @@ def stop_run(request: gr.Request):
     STOPS.request(request.session_hash)
 
 
-def respond(message, spec_chat, plain_chat, history, preset_name, depth, top_k, total_tokens, temperature, top_p,
-            max_new_tokens, adaptive=False, request: gr.Request = None):
+def chat(request: ChatRequest, session: str | None = None) -> Iterator[PageUpdate]:
     """Run EAGLE-3, then plain decoding, on the same prompt; stream both panes and the charts."""
-    message = message or ""  # as typed: a code prompt's trailing newline or indent matters
-    spec_chat, plain_chat, history = list(spec_chat or []), list(plain_chat or []), list(history or [])
+    message = request.message or ""  # as typed: a code prompt's trailing newline or indent matters
+    spec_chat, plain_chat = list(request.spec_chat or []), list(request.plain_chat or [])
+    history = list(request.history or [])
     try:
-        target, head, prompt, tree, config = parse_request(message, history, preset_name, depth, top_k, total_tokens,
-                                                           temperature, top_p, max_new_tokens)
+        run = parse_request(dataclasses.replace(request, message=message, history=history))
     except (ValueError, TypeError, gr.Error) as error:  # the page shows it; the prompt and the chat stay
         gr.Warning(getattr(error, "message", None) or str(error))
-        yield gr.skip(), spec_chat, plain_chat, history, *([gr.skip()] * 6)
+        yield PageUpdate(spec_chat=spec_chat, plain_chat=plain_chat, history=history)
         return
 
     spec, plain = RunView("EAGLE-3"), RunView("plain")
     spec_chat += [{"role": "user", "content": html.escape(message)}, {"role": "assistant", "content": ""}]
     plain_chat += [{"role": "user", "content": html.escape(message)}, {"role": "assistant", "content": ""}]
-    tokenizer = target.tokenizer
+    tokenizer = run.target.tokenizer
     last_tree, stopped = 0.0, ""
-    prompt_box = ""  # emptied by the first update only: what is typed during the run stays
+    first = True  # the first update empties the prompt box; later ones leave what is typed during the run
 
-    def update(final: bool = False):
-        nonlocal last_tree, prompt_box
+    def update(final: bool = False) -> PageUpdate:
+        nonlocal last_tree, first
         started = time.perf_counter()
         spec_chat[-1]["content"] = "".join(spec.html)  # append-only, so updates travel as small diffs
         plain_chat[-1]["content"] = "".join(plain.html) or ("<em>(plain decoding did not run)</em>" if final else "")
-        tree_update, slider = gr.skip(), gr.skip()
+        page = PageUpdate(spec_chat=spec_chat, plain_chat=plain_chat, history=history, trees=spec.trees)
         if spec.trees and (final or time.perf_counter() - last_tree > 1 / TREE_UPDATES_PER_S):
             last_tree = time.perf_counter()
-            tree_update = tree_html(spec.trees, len(spec.trees), tokenizer)
-            slider = gr.update(maximum=max(2, len(spec.trees)), value=len(spec.trees))
+            page.tree = tree_html(spec.trees, len(spec.trees), tokenizer)
+            page.round_slider = gr.update(maximum=max(2, len(spec.trees)), value=len(spec.trees))
         if stopped:
-            summary = f'<span class="{"" if stop.is_set() else "differs"}">{html.escape(stopped)}</span>'
+            page.summary = f'<span class="{"" if stop.is_set() else "differs"}">{html.escape(stopped)}</span>'
         else:
-            summary = summary_html(spec, plain, config.sampling.greedy) if spec.last else "EAGLE-3 decoding…"
-        box, prompt_box = prompt_box, gr.skip()
-        charts = chart_data(spec, plain, tree.depth, 1000 * (time.perf_counter() - started))
-        replay = replay_data(spec, plain) if final else ("" if box == "" else gr.skip())  # the first update clears it
-        return box, spec_chat, plain_chat, history, charts, tree_update, slider, summary, spec.trees, replay
+            greedy = run.config.sampling.greedy
+            page.summary = summary_html(spec, plain, greedy) if spec.stats.times else "EAGLE-3 decoding…"
+        if first:
+            page.message, page.replay = "", ""
+        if final:
+            page.replay = replay_data(spec, plain)
+        first = False
+        page.charts = chart_data(spec, plain, run.tree.depth, 1000 * (time.perf_counter() - started))
+        return page
 
-    session = getattr(request, "session_hash", None)
     stop = STOPS.start(session)
     try:
         try:
+            adaptive = AdaptiveDepth(1, max(run.tree.depth, 10)) if request.adaptive else None
             for decoder, view, speculative in (
-                (lambda: speculative_decode(target, head, prompt, tree, config,
-                                            AdaptiveDepth(1, max(tree.depth, 10)) if adaptive else None), spec, True),
-                (lambda: plain_decode(target, prompt, config), plain, False),
+                (lambda: speculative_decode(run.target, run.head, run.prompt, run.tree, run.config, adaptive), spec, True),
+                (lambda: plain_decode(run.target, run.prompt, run.config), plain, False),
             ):
                 # closing(): a cancelled request (an API client's cancel) ends its decode at once
                 with closing(RUNNER.stream(decoder, 1 / UPDATES_PER_S)) as stream:
@@ -437,7 +475,7 @@ def respond(message, spec_chat, plain_chat, history, preset_name, depth, top_k, 
                             break
                         yield update()
                 if stop.is_set():
-                    stopped = "stopped: " + ", ".join(f"{v.name} wrote {v.last.new_tokens if v.last else 0} tokens"
+                    stopped = "stopped: " + ", ".join(f"{v.name} wrote {v.stats.new_tokens} tokens"
                                                       for v in (spec, plain))
                     break
         except (ValueError, RuntimeError, MemoryError) as error:  # bad input the checks missed, out of memory, a device error
@@ -445,10 +483,20 @@ def respond(message, spec_chat, plain_chat, history, preset_name, depth, top_k, 
                 torch.cuda.empty_cache()  # this run's caches are gone with its frames; give their blocks back
             stopped = f"generation stopped: {type(error).__name__}: {error}"
             gr.Warning(stopped)
-        history.append((message, "".join(spec.text)))
+        history.append((message, spec.stats.text))
         yield update(final=True)
     finally:  # after the last update has gone out (or the request was cancelled)
         STOPS.end(session, stop)
+
+
+def respond(message, spec_chat, plain_chat, history, preset, depth, top_k, total_tokens, temperature, top_p,
+            max_new_tokens, adaptive=False, request: gr.Request = None):
+    """The Generate event (and the API's /generate): inputs in ChatRequest's order, updates in PageUpdate's."""
+    chat_request = ChatRequest(message, spec_chat, plain_chat, history, preset, depth, top_k, total_tokens, temperature,
+                               top_p, max_new_tokens, adaptive)
+    for page in chat(chat_request, getattr(request, "session_hash", None)):
+        yield page.values()
+
 
 ZERO_GPU = spaces is not None and torch.cuda.is_available()
 # Decoding runs on the main thread when this file is the program: see eagle3/runner.py for why.
@@ -537,9 +585,13 @@ def build_demo() -> gr.Blocks:
                 max_new = gr.Slider(1, MAX_NEW_TOKENS, value=128, step=1, label="Max new tokens")
             preset_note = gr.Markdown(first.note)
 
-        outputs = [message, spec_chat, plain_chat, history, charts, tree_view, round_slider, summary, trees, replay]
-        inputs = [message, spec_chat, plain_chat, history, preset, depth, top_k, total, temperature, top_p, max_new,
-                  adaptive]
+        # The components by the names of ChatRequest's and PageUpdate's fields: their order is the events'
+        page = dict(message=message, spec_chat=spec_chat, plain_chat=plain_chat, history=history, preset=preset,
+                    depth=depth, top_k=top_k, total_tokens=total, temperature=temperature, top_p=top_p,
+                    max_new_tokens=max_new, adaptive=adaptive, charts=charts, tree=tree_view, round_slider=round_slider,
+                    summary=summary, trees=trees, replay=replay)
+        inputs = [page[f.name] for f in dataclasses.fields(ChatRequest)]
+        outputs = [page[f.name] for f in dataclasses.fields(PageUpdate)]
         # always_last: a Generate clicked while a run is still ending (just after Stop) runs next, not never
         run_events = [send.click(respond, inputs, outputs, concurrency_id="device", api_name="generate",
                                  trigger_mode="always_last"),

@@ -10,14 +10,16 @@ leaves the batch on its own. Lossless per row, like the single-sequence decoder.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 import torch
 
 from eagle3.acceptance import TokenState
-from eagle3.decode import GenerationConfig, GenerationResult, Run, clock, collect, settle
+from eagle3.decode import GenerationConfig, Run, clock, settle
+from eagle3.events import RoundEvent
 from eagle3.head import Eagle3Head
 from eagle3.kv_cache import KVCache
+from eagle3.stats import RunStats, collect
 from eagle3.target import Target
 from eagle3.tree import DraftTree, TreeConfig, draft_trees
 
@@ -37,9 +39,12 @@ class _Rows:
         keep = [i for i, done in enumerate(finished) if not done]
         if len(keep) == len(finished):
             return
-        for name in ("runs", "ids", "lengths", "draft_lengths", "features", "next_tokens"):
-            values = getattr(self, name)
-            setattr(self, name, [values[i] for i in keep] if values else values)
+        self.runs = [self.runs[i] for i in keep]
+        self.ids = [self.ids[i] for i in keep]
+        self.lengths = [self.lengths[i] for i in keep]
+        self.draft_lengths = [self.draft_lengths[i] for i in keep]
+        self.features = [self.features[i] for i in keep] if self.features else []  # empty when not drafting
+        self.next_tokens = [self.next_tokens[i] for i in keep]
         rows = torch.tensor(keep, dtype=torch.long, device=self.device)
         # The shared length shrinks to the longest live row: a finished row may have kept
         # drafts past its budget, which the cache's capacity does not allow for.
@@ -63,16 +68,26 @@ def _ragged_allowed(lengths: torch.Tensor, written: int, own: torch.Tensor) -> t
     return torch.cat([prefix.expand(batch, q, written), own], dim=2)
 
 
+def generate_batch(target: Target, head: Eagle3Head | None, prompts: Sequence[str | Sequence[int]], *args,
+                   **kwargs) -> list[RunStats]:
+    """stream_batch (same arguments) run to its end: one RunStats per prompt, in order."""
+    events: list[list[RoundEvent]] = [[] for _ in prompts]
+    for row, event in stream_batch(target, head, prompts, *args, **kwargs):
+        events[row].append(event)
+    return [collect(row_events) for row_events in events]
+
+
 @torch.inference_mode()
-def generate_batch(
+def stream_batch(
     target: Target,
     head: Eagle3Head | None,
     prompts: Sequence[str | Sequence[int]],
     tree: TreeConfig | None = None,
     config: GenerationConfig | None = None,
     max_speculative_batch: int | None | str = "auto",
-) -> list[GenerationResult]:
-    """Decode all prompts together; one result per prompt, in order.
+) -> Iterator[tuple[int, RoundEvent]]:
+    """Decode all prompts together: (prompt index, event) for every row of every round, each
+    row's events being what speculative_decode / plain_decode would yield for it alone.
 
     Without a head, or with more prompts than max_speculative_batch (where drafting stops
     paying off), this is plain batched decoding: the same loop with root-only trees.
@@ -86,7 +101,6 @@ def generate_batch(
     runs = [Run(target, prompt, config) for prompt in prompts]
     device = target.device
     rows = _Rows(runs, device)
-    events: list[list] = [[] for _ in runs]
     longest = max(len(r.prompt_ids) + r.budget for r in runs)
     cache = target.new_cache(longest + (tree.total_tokens if speculative else 1))
     draft_cache = KVCache(1, longest + tree.top_k * tree.depth) if speculative else None
@@ -102,26 +116,26 @@ def generate_batch(
     mask = target.attention_mask(causal, positions, positions)
     out = target.forward(input_ids, positions, cache, mask, capture=speculative)
     verify_end = clock(device)
-    finished = []
+    events = []  # this round's, yielded once its bookkeeping is done: a consumer's time stays out of it
     for row, run in enumerate(runs):
         n = rows.lengths[row]
         root = run.pick(out.logits[row, n - 1])
-        event = run.emit([(root, TokenState.BONUS)], None, [], 0.0, verify_end - start, verify_end)
-        events[row].append(event)
-        finished.append(event.finished)
+        events.append((row, run.emit([(root, TokenState.BONUS)], None, [], 0.0, verify_end - start, verify_end)))
         if speculative:
             rows.features.append(out.features[row, :n])
             rows.next_tokens.append(torch.cat([input_ids[row, 1:n], input_ids.new_tensor([root])]))
         else:
             rows.next_tokens.append(input_ids.new_tensor([root]))
     cache.truncate(width)
-    rows.drop_finished(finished, cache, draft_cache)
+    rows.drop_finished([event.finished for _, event in events], cache, draft_cache)
+    yield from events
 
     while rows.runs:
         start = clock(device)
         depth = min(tree.depth, max(run.remaining for run in rows.runs) - 1) if speculative else 0
         if depth > 0:
             drafts = draft_trees(head, draft_cache, rows.draft_lengths, rows.features, rows.next_tokens, tree, depth)
+            rows.draft_lengths = [n + len(t) for n, t in zip(rows.draft_lengths, rows.next_tokens)]  # pairs consumed
         else:
             drafts = [DraftTree.root_only(t[-1:]) for t in rows.next_tokens]
         draft_end = clock(device)
@@ -135,18 +149,16 @@ def generate_batch(
                              capture=speculative)
         verify_end = clock(device)
 
-        kept, finished = [], []
+        kept, events = [], []
         for row, (run, draft) in enumerate(zip(rows.runs, drafts)):
-            result, row_kept, row_features, rows.next_tokens[row], candidates = settle(
-                run, draft, out.logits[row], out.features[row] if speculative else None)
-            kept.append(row_kept)
+            settled = settle(run, draft, out.logits[row], out.features[row] if speculative else None)
+            kept.append(settled.kept)
+            rows.next_tokens[row] = settled.next_tokens
             if speculative:
-                rows.features[row] = row_features
-            event = run.emit(candidates, draft if depth > 0 else None, result.path, draft_end - start,
-                             verify_end - draft_end, verify_end, depth)
-            events[rows.ids[row]].append(event)
-            finished.append(event.finished)
+                rows.features[row] = settled.next_features
+            events.append((rows.ids[row], run.emit(settled.candidates, draft if depth > 0 else None, settled.path,
+                                                   draft_end - start, verify_end - draft_end, verify_end, depth)))
         cache.keep_rows(rows.lengths, written, kept)
         rows.lengths = [length + k.numel() for length, k in zip(rows.lengths, kept)]
-        rows.drop_finished(finished, cache, draft_cache)
-    return [collect(iter(row_events)) for row_events in events]
+        rows.drop_finished([event.finished for _, event in events], cache, draft_cache)
+        yield from events

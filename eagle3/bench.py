@@ -18,19 +18,20 @@ import json
 import os
 import platform
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 from tqdm import tqdm
 
-from eagle3.acceptance import SamplingConfig
 from eagle3.adaptive import AdaptiveDepth, scaled_tree
 from eagle3.batch import generate_batch
 from eagle3.checkpoint import load_head
 from eagle3.compiled import compile_decoding
-from eagle3.decode import GenerationConfig, GenerationResult, clock, collect, encode_prompt, plain_decode, speculative_decode
-from eagle3.presets import DEFAULT, choose_pair
+from eagle3.decode import GenerationConfig, clock, encode_prompt, plain_decode, speculative_decode
+from eagle3.options import add_generation_options, add_pair_options, add_tree_options, generation_config
+from eagle3.presets import choose_pair
 from eagle3.prompts import PromptRecord, first_per_category, prompt_ids as record_ids, read_prompts
+from eagle3.stats import RunStats, collect, tokens_per_round
 from eagle3.target import Target, load_target
 from eagle3.tree import TreeConfig
 
@@ -55,22 +56,18 @@ def timed(device, fn):
 
 @dataclass
 class Tally:
-    """One decoder's new tokens and seconds (and rounds, when speculative) summed over prompts."""
+    """One decoder's runs pooled over prompts, with the wall seconds timed around each call."""
 
-    tokens: int = 0
+    stats: RunStats = field(default_factory=RunStats)
     seconds: float = 0.0
-    accepted: int = 0
-    rounds: int = 0
 
-    def add(self, output_ids: list[int], seconds: float, accepted_per_round: list[int] = ()) -> None:
-        self.tokens += len(output_ids)
+    def add(self, stats: RunStats, seconds: float) -> None:
+        self.stats.pool(stats)
         self.seconds += seconds
-        self.accepted += sum(accepted_per_round)
-        self.rounds += len(accepted_per_round)
 
     @property
     def tokens_per_s(self) -> float | None:
-        return self.tokens / self.seconds if self.seconds > 0 else None
+        return self.stats.new_tokens / self.seconds if self.seconds > 0 else None
 
 
 def encode_records(target: Target, records: list[PromptRecord], chat: bool) -> list[list[int]]:
@@ -96,29 +93,28 @@ def run(target: Target, head, records: list[PromptRecord], tree: TreeConfig, con
         if with_prompt_lookup:
             hf_generate(target, prompt_ids, warm, lookup_tokens)
 
-    rows, results = [], []
+    rows = []
     totals = {name: Tally() for name in ("plain", "eagle3", "hf_generate", "lookup")}
     for record, prompt_ids in tqdm(list(zip(records, encoded)), desc="bench", disable=not progress, dynamic_ncols=True):
         plain, plain_s = timed(device, lambda: collect(plain_decode(target, prompt_ids, config)))
         spec, spec_s = timed(device, lambda: collect(speculative_decode(target, head, prompt_ids, tree, config, policy())))
-        totals["plain"].add(plain.output_ids, plain_s)
-        totals["eagle3"].add(spec.output_ids, spec_s, spec.accepted_per_round)
+        totals["plain"].add(plain, plain_s)
+        totals["eagle3"].add(spec, spec_s)
         row = {"id": record.id, "category": record.category, "prompt": record.first, "prompt_ids": prompt_ids,
                "plain_ids": plain.output_ids, "eagle3_ids": spec.output_ids, "tau": round(spec.tau, 4),
-               "rounds": len(spec.accepted_per_round), "accepted_drafts": sum(spec.accepted_per_round),
+               "rounds": spec.rounds, "accepted_drafts": sum(spec.accepted_per_round),
                "speedup": round(plain_s / spec_s, 4), "plain_s": round(plain_s, 4), "eagle3_s": round(spec_s, 4)}
         generate_ids, generate_s = timed(device, lambda: hf_generate(target, prompt_ids, config, None))
-        totals["hf_generate"].add(generate_ids, generate_s)
+        totals["hf_generate"].add(RunStats(output_ids=generate_ids), generate_s)
         row["hf_generate_s"] = round(generate_s, 4)
         if config.sampling.greedy:
             row["hf_generate_matches"] = generate_ids == spec.output_ids
         if with_prompt_lookup:
             lookup_ids, lookup_s = timed(device, lambda: hf_generate(target, prompt_ids, config, lookup_tokens))
-            totals["lookup"].add(lookup_ids, lookup_s)
+            totals["lookup"].add(RunStats(output_ids=lookup_ids), lookup_s)
             row["hf_prompt_lookup_s"] = round(lookup_s, 4)
         rows.append(row)
-        results.append(spec)
-    return {"summary": summarise(totals, results, rows, tree, config), "categories": by_category(rows),
+    return {"summary": summarise(totals, rows, tree, config), "categories": by_category(rows),
             "prompts": rows, "settings": settings(target, head, tree, config, lookup_tokens)}
 
 
@@ -132,7 +128,7 @@ def by_category(rows: list[dict]) -> dict[str, dict]:
         plain_s, spec_s = sum(r["plain_s"] for r in chosen), sum(r["eagle3_s"] for r in chosen)
         table[category or "-"] = {
             "prompts": len(chosen), "speedup": round(plain_s / spec_s, 4),
-            "tau": round((rounds + sum(r["accepted_drafts"] for r in chosen)) / max(1, rounds), 4),
+            "tau": round(tokens_per_round(sum(r["accepted_drafts"] for r in chosen), rounds), 4),
             "plain_tokens_per_s": round(sum(len(r["plain_ids"]) for r in chosen) / plain_s, 2),
             "eagle3_tokens_per_s": round(sum(len(r["eagle3_ids"]) for r in chosen) / spec_s, 2),
             "hf_prompt_lookup_speedup": round(plain_s / sum(lookup), 4) if len(lookup) == len(chosen) else None,
@@ -151,13 +147,13 @@ def sweep(target: Target, head, encoded: list[list[int]], tree: TreeConfig, conf
     device = target.device
     for prompt_ids in tqdm(encoded, desc="sweep", disable=not progress):
         plain, seconds = timed(device, lambda: collect(plain_decode(target, prompt_ids, config)))
-        totals["plain"].add(plain.output_ids, seconds)
+        totals["plain"].add(plain, seconds)
         for name, (variant_tree, policy) in variants.items():
             result, seconds = timed(device, lambda: collect(speculative_decode(
                 target, head, prompt_ids, variant_tree, config, policy() if policy else None)))
-            totals[name].add(result.output_ids, seconds, result.accepted_per_round)
+            totals[name].add(result, seconds)
     rows = [{"variant": name, "speedup": round(totals["plain"].seconds / t.seconds, 4),
-             "tau": round((t.accepted + t.rounds) / max(1, t.rounds), 3), "tokens_per_s": round(t.tokens_per_s, 2)}
+             "tau": round(t.stats.tau, 3), "tokens_per_s": round(t.tokens_per_s, 2)}
             for name, t in totals.items() if name != "plain"]
     fixed = [r for r in rows if r["variant"] != "adaptive"]
     best = max(fixed, key=lambda r: r["speedup"])
@@ -195,26 +191,23 @@ def batch_throughput(target: Target, head, prompts: list[list[int]], tree: TreeC
     return {"sizes": rows, "crossover_batch_size": crossover, "max_speculative_batch": max_speculative_batch}
 
 
-def summarise(totals: dict[str, Tally], results: list[GenerationResult], rows: list[dict], tree: TreeConfig,
-              config: GenerationConfig) -> dict:
-    accepted = [a for r in results for a in r.accepted_per_round]
-    rounds = max(1, len(accepted))
+def summarise(totals: dict[str, Tally], rows: list[dict], tree: TreeConfig, config: GenerationConfig) -> dict:
+    spec = totals["eagle3"].stats
     return {
         "speedup": round(totals["plain"].seconds / totals["eagle3"].seconds, 4),
-        "tau": round(sum(a + 1 for a in accepted) / rounds, 4),
+        "tau": round(spec.tau, 4),
         "plain_tokens_per_s": round(totals["plain"].tokens_per_s, 2),
         "eagle3_tokens_per_s": round(totals["eagle3"].tokens_per_s, 2),
-        "hf_prompt_lookup_tokens_per_s": round(totals["lookup"].tokens_per_s, 2) if totals["lookup"].tokens else None,
+        "hf_prompt_lookup_tokens_per_s": round(totals["lookup"].tokens_per_s, 2) if totals["lookup"].seconds else None,
         "hf_generate_tokens_per_s": round(totals["hf_generate"].tokens_per_s, 2),  # the plain decoder must be at least this fast
         "exact_match": all(r["plain_ids"] == r["eagle3_ids"] for r in rows) if config.sampling.greedy else None,
-        "acceptance_by_position": [round(sum(a > i for a in accepted) / rounds, 4) for i in range(tree.depth)],
+        "acceptance_by_position": spec.acceptance(tree.depth),
         "prompts": len(rows),
-        "new_tokens": totals["eagle3"].tokens,
-        "rounds": len(accepted),
+        "new_tokens": spec.new_tokens,
+        "rounds": spec.rounds,
         "time_split": {  # where EAGLE-3 spent its time, summed over prompts
-            "draft_s": round(sum(r.draft_s for r in results), 3),
-            "verify_s": round(sum(r.verify_s for r in results), 3),
-            "bookkeeping_s": round(sum(r.bookkeeping_s for r in results), 3),
+            "draft_s": round(spec.draft_s, 3), "verify_s": round(spec.verify_s, 3),
+            "bookkeeping_s": round(spec.bookkeeping_s, 3),
         },
     }
 
@@ -258,32 +251,16 @@ def print_table(report: dict) -> None:
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(prog="python -m eagle3.bench", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--target", default=DEFAULT.target, help="a target directory, .gguf file or hub id "
-                                                                 "(default: the app's default pair)")
-    parser.add_argument("--draft", default=None, help="the EAGLE-3 head (default: the default pair's, else required)")
+    add_pair_options(parser, target_note="default: the app's default pair")
     parser.add_argument("--prompts", default="assets/prompts/chat.jsonl",
                         help="a JSONL file of prompts, or a named set: humaneval, mtbench")
-    parser.add_argument("--chat", action=argparse.BooleanOptionalAction, default=None,
-                        help="render records with turns through the chat template (default: as the pair's preset, "
-                             "else when the tokenizer has a template)")
     parser.add_argument("--limit", type=int, default=None, help="only the first N prompts")
     parser.add_argument("--per-category", type=int, default=None, metavar="N",
                         help="only the first N prompts of each category (a smaller set with every category)")
-    parser.add_argument("--max-new-tokens", type=int, default=128)
-    parser.add_argument("--temperature", type=float, default=0.0)
-    parser.add_argument("--top-p", type=float, default=1.0)
-    parser.add_argument("--depth", type=int, default=None, help="default: the preset's tree, else TreeConfig's")
-    parser.add_argument("--top-k", type=int, default=None)
-    parser.add_argument("--total-tokens", type=int, default=None)
+    add_tree_options(parser)
+    add_generation_options(parser, seed=0)
     parser.add_argument("--prompt-lookup-tokens", type=int, default=10)
     parser.add_argument("--no-prompt-lookup", action="store_true", help="skip the Hugging Face prompt-lookup baseline")
-    parser.add_argument("--device", default="auto")
-    parser.add_argument("--dtype", default=None, help="the target's dtype (default: the preset's, else auto: "
-                                                      "float32 on CPU, bfloat16 on CUDA)")
-    parser.add_argument("--draft-dtype", default="auto", help="the head's dtype (auto: bfloat16 where it is fast)")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--compile", action="store_true",
-                        help="torch.compile the decoder layers of the target and the head (dynamic shapes)")
     parser.add_argument("--sweep", default=None, metavar="depth=A..B",
                         help="also time each fixed depth A..B (node budget scaled with depth)")
     parser.add_argument("--adaptive", action="store_true",
@@ -345,13 +322,13 @@ def main(argv=None) -> int:
         depths, sizes = parse_sweep(args.sweep), parse_sizes(args.batch_sizes)
         if pair.draft is None:
             raise ValueError(f"--draft: no head is known for --target {args.target}; name one")
-        target = load_target(args.target, args.device, pair.dtype)
+        target = load_target(args.target, args.device, pair.dtype, args.trust_remote_code)
         head = load_head(pair.draft, target, args.draft_dtype)
         if args.compile:
             compile_decoding(target, head)
         records = first_per_category(read_prompts(args.prompts), args.per_category)[: args.limit]
         chat, tree = pair.chat_for(target.tokenizer), pair.tree
-        config = GenerationConfig(args.max_new_tokens, SamplingConfig(args.temperature, args.top_p), args.seed)
+        config = generation_config(args)
         bounds = (min(depths), max(depths)) if depths else (1, 10)
         report = {} if args.skip_main else run(target, head, records, tree, config, chat, args.prompt_lookup_tokens,
                                                not args.no_prompt_lookup, adaptive=bounds if args.adaptive else None)

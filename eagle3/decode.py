@@ -22,6 +22,7 @@ from eagle3.adaptive import AdaptiveDepth
 from eagle3.events import RoundEvent, Token, TreeView
 from eagle3.head import Eagle3Head
 from eagle3.kv_cache import KVCache
+from eagle3.stats import tokens_per_round
 from eagle3.target import Target
 from eagle3.text import IncrementalDetokenizer
 from eagle3.tree import DraftTree, TreeConfig, draft_tree
@@ -128,19 +129,26 @@ class Run:
         event = RoundEvent(
             index=self.index, tokens=tokens, tree=view, accepted_path=path, draft_s=draft_s, verify_s=verify_s,
             bookkeeping_s=bookkeeping_s, new_tokens=len(self.output), rounds=self.rounds,
-            tau=(self.accepted + self.rounds) / self.rounds if self.rounds else 0.0, elapsed_s=self.elapsed,
+            tau=tokens_per_round(self.accepted, self.rounds), elapsed_s=self.elapsed,
             finished=stop is not None, stop_reason=stop, output_ids=self.output, depth=depth,
         )
         self.index += 1
         return event
 
 
-def settle(run: Run, draft: DraftTree, logits: torch.Tensor, features: torch.Tensor | None):
-    """Accept on one verified tree. logits [n, V] and features [n, 3H] (or None) of its nodes.
+@dataclass
+class Settled:
+    """A verified tree after acceptance."""
 
-    Returns the acceptance, the kept node indices (root first), the draft's next pairs
-    (features and tokens of the kept nodes, the last token being the next root) and the
-    round's (token id, state) list for the event."""
+    path: list[int]  # accepted nodes, root excluded
+    kept: torch.Tensor  # [1 + len(path)] node indices whose keys stay in the target cache, root first
+    next_features: torch.Tensor | None  # [1 + len(path), 3H] the draft's next pairs: features of the kept nodes...
+    next_tokens: torch.Tensor  # [1 + len(path)] ...and the token after each; the last is the next root
+    candidates: list[tuple[int, TokenState]]  # the round's tokens for its event
+
+
+def settle(run: Run, draft: DraftTree, logits: torch.Tensor, features: torch.Tensor | None) -> Settled:
+    """Accept on one verified tree. logits [n, V] and features [n, 3H] (or None) of its nodes."""
     if run.sampling.greedy:
         result = accept_greedy(draft, logits)
     else:
@@ -153,7 +161,7 @@ def settle(run: Run, draft: DraftTree, logits: torch.Tensor, features: torch.Ten
     if result.rejected:  # the draft's best guess where the walk stopped
         candidates.append((tokens[result.rejected[0]], TokenState.REJECTED))
     candidates.append((result.next_token, result.next_state))
-    return result, kept, next_features, next_tokens, candidates
+    return Settled(result.path, kept, next_features, next_tokens, candidates)
 
 
 @torch.inference_mode()
@@ -204,11 +212,13 @@ def speculative_decode(
         out = target.forward(draft.tokens[None], positions[None], cache, mask, capture=True)
         verify_end = clock(device)
 
-        result, kept, features, next_tokens, candidates = settle(run, draft, out.logits[0], out.features[0])
-        cache.keep(prefix, kept)
-        event = run.emit(candidates, draft, result.path, draft_end - start, verify_end - draft_end, verify_end, depth)
+        settled = settle(run, draft, out.logits[0], out.features[0])
+        cache.keep(prefix, settled.kept)
+        features, next_tokens = settled.next_features, settled.next_tokens
+        event = run.emit(settled.candidates, draft, settled.path, draft_end - start, verify_end - draft_end, verify_end,
+                         depth)
         if adaptive:
-            adaptive.observe(depth, len(result.path), event.draft_s + event.verify_s + event.bookkeeping_s)
+            adaptive.observe(depth, len(settled.path), event.draft_s + event.verify_s + event.bookkeeping_s)
         yield event
 
 
@@ -236,36 +246,3 @@ def plain_decode(
             return
         input_ids = input_ids.new_tensor([[token]])
         positions = positions.new_tensor([[cache.length]])
-
-
-@dataclass
-class GenerationResult:
-    output_ids: list[int]
-    text: str
-    rounds: int
-    tau: float
-    elapsed_s: float
-    stop_reason: str | None
-    draft_s: float
-    verify_s: float
-    bookkeeping_s: float
-    accepted_per_round: list[int]  # accepted drafts of each verification round
-
-    @property
-    def tokens_per_s(self) -> float:
-        return len(self.output_ids) / self.elapsed_s if self.elapsed_s > 0 else 0.0
-
-
-def collect(events: Iterator[RoundEvent]) -> GenerationResult:
-    """Run an event stream to its end and summarise it."""
-    text, accepted, draft_s, verify_s, bookkeeping_s, last = [], [], 0.0, 0.0, 0.0, None
-    for last in events:
-        text.append(last.text)
-        if last.index > 0:
-            accepted.append(last.accepted_drafts)
-        draft_s, verify_s, bookkeeping_s = draft_s + last.draft_s, verify_s + last.verify_s, bookkeeping_s + last.bookkeeping_s
-    return GenerationResult(
-        output_ids=list(last.output_ids), text="".join(text), rounds=last.rounds,
-        tau=last.tau, elapsed_s=last.elapsed_s, stop_reason=last.stop_reason,
-        draft_s=draft_s, verify_s=verify_s, bookkeeping_s=bookkeeping_s, accepted_per_round=accepted,
-    )

@@ -15,11 +15,12 @@ import sys
 
 import transformers
 
-from eagle3.acceptance import SamplingConfig, TokenState
+from eagle3.acceptance import TokenState
 from eagle3.checkpoint import load_head
 from eagle3.compiled import compile_decoding
-from eagle3.decode import GenerationConfig, plain_decode, speculative_decode
-from eagle3.presets import DEFAULT, choose_pair
+from eagle3.decode import plain_decode, speculative_decode
+from eagle3.options import add_generation_options, add_pair_options, add_tree_options, generation_config
+from eagle3.presets import choose_pair
 from eagle3.prompts import chat_ids, chat_prompt
 from eagle3.target import load_target
 
@@ -35,32 +36,14 @@ RESET = "\033[0m"
 def parse_args(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m eagle3.generate", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--target", default=DEFAULT.target,
-                        help="target model directory, .gguf file or hub id (default: checkpoints/smollm2)")
-    parser.add_argument("--draft", default=None, help="EAGLE-3 head directory (default: the preset's head for --target)")
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--prompt", help="prompt text")
     source.add_argument("--prompt-file", help="read the prompt from a UTF-8 text file")
-    parser.add_argument("--chat", action=argparse.BooleanOptionalAction, default=None,
-                        help="wrap the prompt in the tokenizer's chat template (default: the preset's mode, "
-                             "else when the tokenizer has a template)")
-    parser.add_argument("--max-new-tokens", type=int, default=128)
-    parser.add_argument("--temperature", type=float, default=0.0, help="0 is greedy (default)")
-    parser.add_argument("--top-p", type=float, default=1.0, help="nucleus sampling threshold in (0, 1]")
-    parser.add_argument("--sample-top-k", type=int, default=0, help="sample among the k most likely tokens (0: all)")
-    parser.add_argument("--depth", type=int, default=None, help="draft tree depth (default: the preset's tree, "
-                                                                 "else TreeConfig's)")
-    parser.add_argument("--top-k", type=int, default=None, help="draft tree branching")
-    parser.add_argument("--total-tokens", type=int, default=None, help="tree nodes verified per round, root included")
-    parser.add_argument("--device", default="auto", help="cpu, cuda, cuda:N or auto")
-    parser.add_argument("--dtype", default=None, help="float32, bfloat16, float16 or auto (default: the preset's)")
-    parser.add_argument("--draft-dtype", default="auto", help="the head's dtype (auto: bfloat16 where it is fast)")
-    parser.add_argument("--seed", type=int, default=None, help="seed for sampling")
-    parser.add_argument("--compile", action="store_true",
-                        help="torch.compile the decoder layers of the target and the head (dynamic shapes)")
+    add_pair_options(parser)
+    add_tree_options(parser)
+    add_generation_options(parser)
     parser.add_argument("--plain", action="store_true", help="plain decoding (the baseline), no draft head")
     parser.add_argument("--hide-rejected", action="store_true", help="do not show rejected draft tokens")
-    parser.add_argument("--trust-remote-code", action="store_true", help="allow the target's own modelling code")
     return parser.parse_args(argv)
 
 
@@ -105,7 +88,7 @@ def main(argv=None) -> int:
     try:
         target = load_target(args.target, args.device, pair.dtype, args.trust_remote_code)
         shown, prompt = read_prompt(args, target.tokenizer, pair.chat_for(target.tokenizer))
-        config = GenerationConfig(args.max_new_tokens, SamplingConfig(args.temperature, args.top_p, args.sample_top_k), args.seed)
+        config = generation_config(args)
         if not args.plain and pair.draft is None:
             raise ValueError(f"--draft: no head is known for --target {args.target}; name one, or use --plain")
         head = None if args.plain else load_head(pair.draft, target, args.draft_dtype)

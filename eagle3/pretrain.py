@@ -20,10 +20,11 @@ import time
 
 import numpy as np
 import torch
+import transformers
 from tqdm import tqdm
 
 from eagle3.target import bf16_supported, resolve_device
-from eagle3.training import CsvLog, adamw, autocast, cosine_lr, load_state, save_state, seed_everything, set_lr
+from eagle3.training import CsvLog, adamw, autocast, cosine_lr, load_state, save_state, set_lr
 
 EOS = "<|endoftext|>"
 HELD_OUT_EVERY = 50  # one file in 50 (by path hash) is held out
@@ -173,7 +174,7 @@ def prepare(args):
 
 def main(argv=None) -> int:
     args = parse_args(argv)
-    seed_everything(args.seed)
+    transformers.set_seed(args.seed)
     device = resolve_device(args.device)
     use_bf16 = bf16_supported(device) and not args.no_bf16
     os.makedirs(args.work, exist_ok=True)

@@ -25,6 +25,7 @@ import sys
 import time
 
 import torch
+import transformers
 from torch.nn.utils.rnn import pad_sequence
 from tqdm import tqdm
 
@@ -33,7 +34,7 @@ from eagle3.data import Example, load_examples, pad_batch
 from eagle3.features import FeatureStore
 from eagle3.head import Eagle3Config, Eagle3Head, UnrolledKV
 from eagle3.target import DTYPES, Target, bf16_supported, load_target
-from eagle3.training import CsvLog, adamw, autocast, cosine_lr, load_state, save_state, seed_everything, set_lr
+from eagle3.training import CsvLog, adamw, autocast, cosine_lr, load_state, save_state, set_lr
 
 
 def build_draft_vocab(examples: list[Example], vocab_size: int, draft_vocab_size: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -164,7 +165,7 @@ def main(argv=None) -> int:
     args = parse_args(argv)
     accelerator = Accelerator(cpu=args.device == "cpu")
     main_process, processes = accelerator.is_main_process, accelerator.num_processes
-    seed_everything(args.seed)  # the same on every process: same initial head, same data order
+    transformers.set_seed(args.seed)  # the same on every process: same initial head, same data order
     try:
         if args.batch_size < processes:
             raise ValueError(f"batch_size: {args.batch_size} is smaller than the {processes} processes")

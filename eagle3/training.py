@@ -1,21 +1,17 @@
-"""What the trainers share: the optimiser, the schedule, the CSV log, resumable state."""
+"""What the trainers share: the optimiser, the schedule, the CSV log, resumable state.
+
+Seeding is transformers.set_seed. The schedule is this file's own rather than transformers'
+cosine-with-min-lr: that one starts its warm-up at lr 0 (a wasted first step), and the
+committed heads' recorded training runs use this one."""
 
 from __future__ import annotations
 
 import csv
 import math
 import os
-import random
 from contextlib import contextmanager
 
-import numpy as np
 import torch
-
-
-def seed_everything(seed: int) -> None:
-    random.seed(seed)
-    np.random.seed(seed)
-    torch.manual_seed(seed)
 
 
 def adamw(parameters, lr: float, weight_decay: float = 0.0, betas=(0.9, 0.95)) -> torch.optim.AdamW:

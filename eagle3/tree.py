@@ -104,34 +104,79 @@ def draft_trees(
     """A batch of sequences in one ragged draft cache, one tree per row.
 
     Row b's valid draft keys are [0, lengths[b]); its m_b new pairs (features[b] [m_b, 3H],
-    next_tokens[b] [m_b], the last being the row's root) are packed after them, and
-    lengths[b] grows by m_b in place. All rows draft the same depth in the same forwards.
+    next_tokens[b] [m_b], the last being the row's root) are packed after them, so the row
+    has lengths[b] + m_b valid keys afterwards. All rows draft the same depth in the same
+    forwards: consume the pairs, expand the top_k best nodes level by level, keep the best
+    total_tokens - 1 candidates.
     """
+    last, lengths = consume_pairs(head, cache, lengths, features, next_tokens)
     depth = config.depth if depth is None else depth
-    top_k, dtype = config.top_k, head.fc.weight.dtype
-    layer, batch, device = cache.layers[0], len(lengths), features[0].device
-    counts = [f.shape[0] for f in features]
-    width = max(counts)
-    lengths_t = torch.tensor(lengths, device=device)
+    candidates = expand(head, cache, last, lengths, config.top_k, depth)
+    roots = torch.stack([t[-1] for t in next_tokens])
+    return candidates.best_trees(roots, config.total_tokens - 1)
 
-    # Step 0: the new pairs, right-padded to the longest row, written after the shared length.
-    written = cache.length
+
+def consume_pairs(head: Eagle3Head, cache: KVCache, lengths: list[int], features: list[torch.Tensor],
+                  next_tokens: list[torch.Tensor]) -> tuple[torch.Tensor, list[int]]:
+    """Run the head over each row's new pairs, right-padded to the longest row and written
+    after the shared length, then pack them after the row's valid keys. Returns the hidden
+    state at each row's last pair [B, 1, H] and the rows' new lengths."""
+    batch, device, dtype = len(lengths), features[0].device, head.fc.weight.dtype
+    counts = [f.shape[0] for f in features]
+    width, written = max(counts), cache.length
     hidden_in = torch.zeros(batch, width, features[0].shape[-1], dtype=features[0].dtype, device=device)
     tokens = torch.zeros(batch, width, dtype=torch.long, device=device)
     for row, (f, t) in enumerate(zip(features, next_tokens)):
         hidden_in[row, : counts[row]], tokens[row, : counts[row]] = f, t
-    steps = torch.arange(width, device=device)
-    positions = lengths_t[:, None] + steps
+    steps, lengths_t = torch.arange(width, device=device), torch.tensor(lengths, device=device)
     keys = torch.arange(written + width, device=device)
     allowed = (keys[None, None, :] < lengths_t[:, None, None]) | (  # the row's own valid prefix,
         (keys[None, None, :] >= written) & (keys[None, None, :] - written <= steps[None, :, None]))  # then causal
-    hidden = head(head.project(hidden_in), tokens, positions, additive_mask(allowed, dtype), layer)
+    hidden = head(head.project(hidden_in), tokens, lengths_t[:, None] + steps, additive_mask(allowed, dtype),
+                  cache.layers[0])
     cache.keep_rows(lengths, written, [torch.arange(m, device=device) for m in counts])
-    for row, m in enumerate(counts):
-        lengths[row] += m
-    stable, lengths_t = cache.length, torch.tensor(lengths, device=device)
-    last = hidden[torch.arange(batch, device=device), torch.tensor(counts, device=device) - 1][:, None]  # [B, 1, H]
+    last = hidden[torch.arange(batch, device=device), torch.tensor(counts, device=device) - 1][:, None]
+    return last, [length + m for length, m in zip(lengths, counts)]
 
+
+@dataclass
+class Candidates:
+    """Every node an expansion scored, per row: level 1's top_k, then top_k children of each
+    of the top_k best nodes of each level. Parents index the candidates (-1: the root)."""
+
+    tokens: torch.Tensor  # [B, n] target token ids
+    scores: torch.Tensor  # [B, n] cumulative draft log probabilities
+    parents: torch.Tensor  # [B, n]
+
+    def best_trees(self, roots: torch.Tensor, n_keep: int) -> list[DraftTree]:
+        """The n_keep best-scoring candidates of each row under its root [B], as trees."""
+        batch, n = self.scores.shape
+        n_keep, device = min(n_keep, n), roots.device
+        # Stable sort: a child never scores above its parent and comes later, so every kept
+        # node's parent is kept too, ties included.
+        kept = self.scores.sort(dim=1, descending=True, stable=True).indices[:, :n_keep].sort(dim=1).values
+        new_index = torch.zeros(batch, n + 1, dtype=torch.long, device=device)  # slot n: the root
+        new_index.scatter_(1, kept, torch.arange(1, n_keep + 1, device=device).expand(batch, n_keep))
+        kept_parents = self.parents.gather(1, kept)
+        kept_parents = new_index.gather(1, torch.where(kept_parents < 0, n, kept_parents)).tolist()
+        kept_tokens, kept_scores = self.tokens.gather(1, kept), self.scores.gather(1, kept).tolist()
+        trees = []
+        for row in range(batch):
+            parent_list = [-1] + kept_parents[row]
+            depths = [0] * (n_keep + 1)
+            for node in range(1, n_keep + 1):
+                depths[node] = depths[parent_list[node]] + 1
+            trees.append(DraftTree.build(torch.cat([roots[row : row + 1], kept_tokens[row]]),
+                                         torch.tensor(depths, device=device), parent_list, [0.0] + kept_scores[row]))
+        return trees
+
+
+def expand(head: Eagle3Head, cache: KVCache, last: torch.Tensor, lengths: list[int], top_k: int,
+           depth: int) -> Candidates:
+    """Draft `depth` levels from the hidden states `last` [B, 1, H] after each row's root.
+    The frontier's keys live in the cache only while drafting; it is truncated after."""
+    batch, device, dtype = last.shape[0], last.device, head.fc.weight.dtype
+    layer, stable, lengths_t = cache.layers[0], cache.length, torch.tensor(lengths, device=device)
     logp = torch.log_softmax(head.logits(last[:, 0]).float(), dim=-1)
     scores, draft_ids = logp.topk(top_k, dim=-1)  # level 1: [B, k]
     cand_tokens, cand_scores = [head.to_target_ids(draft_ids)], [scores]
@@ -162,23 +207,4 @@ def draft_trees(
                              eye.gather(1, rows[:, :, None].expand(-1, -1, top_k))], dim=2)
         n_candidates += top_k * top_k
     cache.truncate(stable)
-
-    all_tokens, all_scores, parents = torch.cat(cand_tokens, 1), torch.cat(cand_scores, 1), torch.cat(cand_parents, 1)
-    n_keep = min(config.total_tokens - 1, n_candidates)
-    # Stable sort: a child never scores above its parent and comes later, so every kept
-    # node's parent is kept too, ties included.
-    kept = all_scores.sort(dim=1, descending=True, stable=True).indices[:, :n_keep].sort(dim=1).values
-    new_index = torch.zeros(batch, n_candidates + 1, dtype=torch.long, device=device)  # slot n_candidates: root
-    new_index.scatter_(1, kept, torch.arange(1, n_keep + 1, device=device).expand(batch, n_keep))
-    kept_parents = parents.gather(1, kept)
-    kept_parents = new_index.gather(1, torch.where(kept_parents < 0, n_candidates, kept_parents)).tolist()
-    kept_tokens, kept_scores = all_tokens.gather(1, kept), all_scores.gather(1, kept).tolist()
-    trees = []
-    for row in range(batch):
-        parent_list = [-1] + kept_parents[row]
-        depths = [0] * (n_keep + 1)
-        for node in range(1, n_keep + 1):
-            depths[node] = depths[parent_list[node]] + 1
-        trees.append(DraftTree.build(torch.cat([next_tokens[row][-1:], kept_tokens[row]]),
-                                     torch.tensor(depths, device=device), parent_list, [0.0] + kept_scores[row]))
-    return trees
+    return Candidates(torch.cat(cand_tokens, 1), torch.cat(cand_scores, 1), torch.cat(cand_parents, 1))

@@ -4,7 +4,8 @@ import pytest
 import torch
 
 from eagle3 import GenerationConfig, SamplingConfig, TreeConfig
-from eagle3.batch import generate_batch
+from eagle3 import collect
+from eagle3.batch import generate_batch, stream_batch
 from tests.models import make_head, make_target
 from tests.test_greedy import random_prompts, reference
 from tests.test_sampling import PROMPT, VOCAB, chi_square_pvalue, exact_joint
@@ -26,6 +27,20 @@ def test_greedy_batch_equals_each_prompt_alone(family):
     assert [r.output_ids for r in fallback] == expected and all(r.tau == 1.0 for r in fallback)
     auto = generate_batch(target, head, prompts, TreeConfig(4, 3, 12), GenerationConfig(30))  # 7 > 4 on the CPU
     assert [r.output_ids for r in auto] == expected and all(r.tau == 1.0 for r in auto)
+
+
+def test_batched_decoding_streams_each_row_s_events_round_by_round():
+    target = make_target("llama", vocab_size=32, logit_scale=4.0)
+    head = make_head(target, draft_vocab_size=24)
+    prompts = random_prompts(3, target.vocab_size, seed=13)
+    events = list(stream_batch(target, head, prompts, TreeConfig(4, 3, 12), GenerationConfig(20),
+                               max_speculative_batch=None))
+    assert [event.index for _, event in events] == sorted(event.index for _, event in events)  # rounds interleave rows
+    for row, prompt in enumerate(prompts):
+        row_events = [event for r, event in events if r == row]
+        assert [event.index for event in row_events] == list(range(len(row_events)))
+        assert row_events[-1].finished and not any(event.finished for event in row_events[:-1])
+        assert collect(row_events).output_ids == reference(target, prompt, 20)
 
 
 def test_rows_finish_at_different_times():
@@ -60,7 +75,7 @@ def test_sampled_batch_rows_follow_the_target():
 def test_a_finished_row_that_kept_drafts_past_its_budget_frees_the_cache(embedded):
     """The embedded head accepts long paths: the row that finishes first can keep drafts
     past its budget; the shared cache must shrink back to the live rows (it overflowed)."""
-    from eagle3 import collect, speculative_decode
+    from eagle3 import speculative_decode
     from eagle3.prompts import read_prompts
 
     target, head = embedded

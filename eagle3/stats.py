@@ -1,0 +1,96 @@
+"""Run statistics, reduced from a RoundEvent stream one event at a time.
+
+The one place where a run's tokens, rounds, tau, acceptance by position, time split and
+tokens/s are computed: `collect` (the library and the CLIs), the benchmark and the app's
+live view all fold their events into a RunStats.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from eagle3.events import RoundEvent
+
+
+def tokens_per_round(accepted_drafts: int, rounds: int) -> float:
+    """tau: mean tokens per verification round, the accepted drafts plus the target's own token."""
+    return (accepted_drafts + rounds) / rounds if rounds else 0.0
+
+
+def acceptance_by_position(accepted_per_round: Sequence[int], depth: int) -> list[float]:
+    """Fraction of verification rounds that accepted at least i drafts, i = 1..depth."""
+    rounds = max(1, len(accepted_per_round))
+    return [round(sum(a >= i for a in accepted_per_round) / rounds, 4) for i in range(1, depth + 1)]
+
+
+@dataclass
+class RunStats:
+    """What a run (or several, pooled) produced and where its compute time went."""
+
+    output_ids: list[int] = field(default_factory=list)
+    pieces: list[str] = field(default_factory=list)  # the output text, one piece per event
+    accepted_per_round: list[int] = field(default_factory=list)  # accepted drafts of each verification round
+    depths: list[int] = field(default_factory=list)  # draft depth of each verification round
+    times: list[tuple[int, float]] = field(default_factory=list)  # (new tokens, compute seconds) after each event
+    draft_s: float = 0.0
+    verify_s: float = 0.0
+    bookkeeping_s: float = 0.0
+    elapsed_s: float = 0.0
+    finished: bool = False
+    stop_reason: str | None = None
+
+    def add(self, event: RoundEvent) -> None:
+        self.output_ids = list(event.output_ids)
+        self.pieces.append(event.text)
+        if event.index > 0:  # a verification round (index 0 is the prefill)
+            self.accepted_per_round.append(event.accepted_drafts)
+            self.depths.append(event.depth)
+        self.times.append((event.new_tokens, event.elapsed_s))
+        self.draft_s += event.draft_s
+        self.verify_s += event.verify_s
+        self.bookkeeping_s += event.bookkeeping_s
+        self.elapsed_s = event.elapsed_s
+        self.finished, self.stop_reason = event.finished, event.stop_reason
+
+    def pool(self, other: RunStats) -> None:
+        """Add another run's rounds, tokens and times (for totals over prompts)."""
+        self.output_ids += other.output_ids
+        self.pieces += other.pieces
+        self.accepted_per_round += other.accepted_per_round
+        self.depths += other.depths
+        self.draft_s += other.draft_s
+        self.verify_s += other.verify_s
+        self.bookkeeping_s += other.bookkeeping_s
+        self.elapsed_s += other.elapsed_s
+
+    @property
+    def text(self) -> str:
+        return "".join(self.pieces)
+
+    @property
+    def new_tokens(self) -> int:
+        return len(self.output_ids)
+
+    @property
+    def rounds(self) -> int:
+        return len(self.accepted_per_round)
+
+    @property
+    def tau(self) -> float:
+        return tokens_per_round(sum(self.accepted_per_round), self.rounds)
+
+    @property
+    def tokens_per_s(self) -> float:
+        return self.new_tokens / self.elapsed_s if self.elapsed_s > 0 else 0.0
+
+    def acceptance(self, depth: int) -> list[float]:
+        return acceptance_by_position(self.accepted_per_round, depth)
+
+
+def collect(events: Iterable[RoundEvent]) -> RunStats:
+    """Run an event stream to its end and summarise it."""
+    stats = RunStats()
+    for event in events:
+        stats.add(event)
+    return stats
