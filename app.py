@@ -35,6 +35,7 @@ from eagle3 import GenerationConfig, SamplingConfig, TreeConfig, load_head, load
 from eagle3.adaptive import AdaptiveDepth
 from eagle3.decode import plain_decode, speculative_decode
 from eagle3.events import RoundEvent, Token, TreeView
+from eagle3.lookup import DRAFTERS
 from eagle3.options import add_pair_options
 from eagle3.presets import PRESETS, Preset
 from eagle3.prompts import first_per_category, fit_chat, read_prompts
@@ -53,6 +54,7 @@ gr.set_static_paths([PLOTLY_JS])
 CHARTS_TEMPLATE = """<div class="live-charts">
   <div id="chart-tau" class="chart"></div><div id="chart-speed" class="chart"></div>
   <div id="chart-speedup" class="chart"></div><div id="chart-accept" class="chart"></div>
+  <div id="chart-source" class="chart"></div>
   <p class="chart-status">Charts draw here while the decoders run.</p>
 </div>"""
 REPLAY_TEMPLATE = """<div class="replay empty">
@@ -144,7 +146,9 @@ def token_html(token: Token, round_index: int) -> str:
     if not token.text:
         return ""  # part of a character: the token that completes it carries the text
     state = token.state.value
-    return (f'<span class="tok {state} r{round_index % 2}" title="round {round_index}: {state}">'
+    copied = " copied" if token.source in ("copy", "both") else ""
+    source = f", drafted by {token.source}" if token.source else ""
+    return (f'<span class="tok {state} r{round_index % 2}{copied}" title="round {round_index}: {state}{source}">'
             f"{html.escape(token.text)}</span>")
 
 
@@ -187,6 +191,8 @@ def render_tree(tree: TreeView | None, path: list[int], texts: list[str], title:
         parts.append(f'<path class="{cls}" d="M{x0},{y0} C{x0 + 10},{y0} {x1 - 10},{y1} {x1},{y1}"/>')
     for node in range(n):
         cls = "node root" if node == 0 else ("node accepted" if node in accepted else "node")
+        if tree.sources and tree.sources[node] in ("copy", "both"):
+            cls += " copied"
         score = "" if node == 0 else f'<text class="score" x="{x(node) + width - 4}" y="{y(node) + 15}" text-anchor="end">{tree.scores[node]:.1f}</text>'
         parts.append(f'<g class="{cls}"><title>node {node}, depth {tree.depths[node]}, log p {tree.scores[node]:.2f}</title>'
                      f'<rect x="{x(node)}" y="{y(node)}" width="{width}" height="{height}" rx="4"/>'
@@ -257,6 +263,7 @@ def chart_data(spec: RunView, plain: RunView, depth: int, render_ms: float = 0.0
         "speed": speed,
         "speedup": {"tokens": speedup_tokens, "speedup": speedups},
         "accept": {"position": list(range(1, depth + 1)), "fraction": spec.stats.acceptance(depth)},
+        "sources": spec.stats.accepted_by_source,
         "render_ms": round(render_ms, 2),
     })
 
@@ -288,7 +295,7 @@ def summary_html(spec: RunView, plain: RunView | None, greedy: bool) -> str:
 
 def legend_html() -> str:
     items = [("accepted", "accepted draft"), ("resampled", "resampled by the target"), ("bonus", "bonus (target, no draft)"),
-             ("rejected", "rejected draft")]
+             ("rejected", "rejected draft"), ("accepted copied", "copied from the context (lookup, hybrid)")]
     return '<div class="legend">' + "".join(f'<span class="tok {c}">{html.escape(label)}</span>' for c, label in items) + (
         "<span>· rounds alternate an underline; hover a token for its round</span></div>")
 
@@ -323,6 +330,7 @@ class ChatRequest:
     top_p: float
     max_new_tokens: int
     adaptive: bool = False
+    drafter: str = "eagle3"  # eagle3, lookup or hybrid (eagle3.lookup)
 
 
 @dataclass
@@ -363,6 +371,8 @@ def parse_request(request: ChatRequest) -> Decoding:
         raise ValueError("prompt: empty; type something to continue")
     if len(message) > MAX_PROMPT_CHARS:
         raise ValueError(f"prompt: {len(message)} characters; this server accepts at most {MAX_PROMPT_CHARS}")
+    if request.drafter not in DRAFTERS:
+        raise ValueError(f"drafter: {request.drafter!r} is not one of {', '.join(DRAFTERS)}")
     preset, target, head = MODELS.get(request.preset)
     tree = TreeConfig(int(request.depth), int(request.top_k), int(request.total_tokens))
     tree.validate(head.config.draft_vocab_size)
@@ -463,7 +473,8 @@ def chat(request: ChatRequest, session: str | None = None) -> Iterator[PageUpdat
         try:
             adaptive = AdaptiveDepth(1, max(run.tree.depth, 10)) if request.adaptive else None
             for decoder, view, speculative in (
-                (lambda: speculative_decode(run.target, run.head, run.prompt, run.tree, run.config, adaptive), spec, True),
+                (lambda: speculative_decode(run.target, run.head, run.prompt, run.tree, run.config, adaptive,
+                                            request.drafter), spec, True),
                 (lambda: plain_decode(run.target, run.prompt, run.config), plain, False),
             ):
                 # closing(): a cancelled request (an API client's cancel) ends its decode at once
@@ -490,10 +501,10 @@ def chat(request: ChatRequest, session: str | None = None) -> Iterator[PageUpdat
 
 
 def respond(message, spec_chat, plain_chat, history, preset, depth, top_k, total_tokens, temperature, top_p,
-            max_new_tokens, adaptive=False, request: gr.Request = None):
+            max_new_tokens, adaptive=False, drafter="eagle3", request: gr.Request = None):
     """The Generate event (and the API's /generate): inputs in ChatRequest's order, updates in PageUpdate's."""
     chat_request = ChatRequest(message, spec_chat, plain_chat, history, preset, depth, top_k, total_tokens, temperature,
-                               top_p, max_new_tokens, adaptive)
+                               top_p, max_new_tokens, adaptive, drafter)
     for page in chat(chat_request, getattr(request, "session_hash", None)):
         yield page.values()
 
@@ -575,6 +586,9 @@ def build_demo() -> gr.Blocks:
                 show_rejected = gr.Checkbox(True, label="Show rejected drafts", elem_id="show-rejected")
                 adaptive = gr.Checkbox(False, label="Adaptive depth (the slider sets the starting budget)",
                                        elem_id="adaptive")
+                drafter = gr.Radio(list(DRAFTERS), value=first.drafter, label="Drafter", elem_id="drafter",
+                                   info="eagle3: the head's tree; lookup: copies from the chat, no head; "
+                                        "hybrid: both in one tree, verified in one pass")
             with gr.Row():
                 depth = gr.Slider(1, 12, value=first.tree.depth, step=1, label="Draft depth k")
                 top_k = gr.Slider(1, 16, value=first.tree.top_k, step=1, label="Tree top_k (branching)")
@@ -588,7 +602,7 @@ def build_demo() -> gr.Blocks:
         # The components by the names of ChatRequest's and PageUpdate's fields: their order is the events'
         page = dict(message=message, spec_chat=spec_chat, plain_chat=plain_chat, history=history, preset=preset,
                     depth=depth, top_k=top_k, total_tokens=total, temperature=temperature, top_p=top_p,
-                    max_new_tokens=max_new, adaptive=adaptive, charts=charts, tree=tree_view, round_slider=round_slider,
+                    max_new_tokens=max_new, adaptive=adaptive, drafter=drafter, charts=charts, tree=tree_view, round_slider=round_slider,
                     summary=summary, trees=trees, replay=replay)
         inputs = [page[f.name] for f in dataclasses.fields(ChatRequest)]
         outputs = [page[f.name] for f in dataclasses.fields(PageUpdate)]
@@ -613,7 +627,7 @@ def build_demo() -> gr.Blocks:
                              [trees, round_slider, preset], tree_view)
         greedy.click(lambda: (0.0, 1.0), None, [temperature, top_p])
         creative.click(lambda: (0.8, 0.95), None, [temperature, top_p])
-        preset.change(preset_changed, preset, [depth, top_k, total, preset_note])
+        preset.change(preset_changed, preset, [depth, top_k, total, drafter, preset_note])
         show_rejected.change(None, show_rejected, None,
                              js="(show) => { document.body.classList.toggle('hide-rejected', !show); }")
     demo.queue(max_size=ARGS.max_queue, default_concurrency_limit=1)
@@ -625,8 +639,8 @@ def preset_changed(name: str):
         preset = MODELS.get(name)[0]
     except gr.Error as error:
         gr.Warning(str(error))
-        return gr.skip(), gr.skip(), gr.skip(), gr.skip()
-    return preset.tree.depth, preset.tree.top_k, preset.tree.total_tokens, preset.note
+        return gr.skip(), gr.skip(), gr.skip(), gr.skip(), gr.skip()
+    return preset.tree.depth, preset.tree.top_k, preset.tree.total_tokens, preset.drafter, preset.note
 
 
 def read_asset(name: str) -> str:

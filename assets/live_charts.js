@@ -1,11 +1,11 @@
-// The app's live charts (js_on_load of one gr.HTML): four Plotly charts, redrawn in place
+// The app's live charts (js_on_load of one gr.HTML): five Plotly charts, redrawn in place
 // with Plotly.react whenever the server sends new values (props.value: JSON from
 // app.chart_data). The nodes stay; only the data change. Colours follow the page's theme.
-const names = ["tau", "speed", "speedup", "accept"];
+const names = ["tau", "speed", "speedup", "accept", "source"];
 const nodes = Object.fromEntries(names.map((n) => [n, element.querySelector("#chart-" + n)]));
 const status = element.querySelector(".chart-status");
 const config = { displayModeBar: false, responsive: true };
-const green = "#16a34a", slate = "#64748b", blue = "#60a5fa", amber = "#f59e0b";
+const green = "#16a34a", slate = "#64748b", blue = "#60a5fa", amber = "#f59e0b", violet = "#7c3aed";
 let drawn = 0, since = performance.now();
 
 let text = "#1f2937", grid = "#e5e7eb";  // the theme's colours, read once per draw
@@ -58,6 +58,12 @@ function draw() {
     hovertemplate: "draft position %{x}: %{y:.0%} of rounds<extra></extra>",
   }], layout("Rounds accepting at least i drafts", "draft position", "fraction of rounds",
     { showlegend: false, hovermode: "closest", xaxis: { dtick: 1 }, yaxis: { range: [0, 1] } }), config);
+  const sources = ["head", "copy", "both"];
+  Plotly.react(nodes.source, [{
+    y: ["EAGLE-3 head", "context copy", "both"], x: sources.map((name) => d.sources[name] || 0), type: "bar",
+    orientation: "h", marker: { color: [green, violet, blue] }, hovertemplate: "%{y}: %{x} accepted drafts<extra></extra>",
+  }], layout("Accepted drafts by drafter", "accepted drafts", "", { showlegend: false, hovermode: "closest", height: 150,
+    yaxis: { rangemode: "normal", automargin: true } }), config);
   drawn += 1;
   const rate = drawn / Math.max((performance.now() - since) / 1000, 1e-3);
   status.textContent = `${drawn} chart updates this run (${rate.toFixed(1)}/s); the last took `

@@ -120,7 +120,7 @@ def stream_batch(
     for row, run in enumerate(runs):
         n = rows.lengths[row]
         root = run.pick(out.logits[row, n - 1])
-        events.append((row, run.emit([(root, TokenState.BONUS)], None, [], 0.0, verify_end - start, verify_end)))
+        events.append((row, run.emit([(root, TokenState.BONUS, None)], None, [], 0.0, verify_end - start, verify_end)))
         if speculative:
             rows.features.append(out.features[row, :n])
             rows.next_tokens.append(torch.cat([input_ids[row, 1:n], input_ids.new_tensor([root])]))

@@ -28,6 +28,7 @@ from eagle3.batch import generate_batch
 from eagle3.checkpoint import load_head
 from eagle3.compiled import compile_decoding
 from eagle3.decode import GenerationConfig, clock, encode_prompt, plain_decode, speculative_decode
+from eagle3.lookup import DRAFTERS, LookupConfig
 from eagle3.options import add_generation_options, add_pair_options, add_tree_options, generation_config
 from eagle3.presets import choose_pair
 from eagle3.prompts import PromptRecord, first_per_category, prompt_ids as record_ids, read_prompts
@@ -79,9 +80,11 @@ def encode_records(target: Target, records: list[PromptRecord], chat: bool) -> l
 
 def run(target: Target, head, records: list[PromptRecord], tree: TreeConfig, config: GenerationConfig,
         chat: bool = False, lookup_tokens: int = 10, with_prompt_lookup: bool = True, warmup: int = 1,
-        progress: bool = True, adaptive: tuple[int, int] | None = None) -> dict:
+        progress: bool = True, adaptive: tuple[int, int] | None = None, drafters: tuple[str, ...] = ()) -> dict:
     """Benchmark every prompt; returns the JSON report (see the README for its fields).
-    adaptive: (min, max) depth bounds to let the adaptive policy choose each round's depth."""
+    adaptive: (min, max) depth bounds to let the adaptive policy choose each round's depth.
+    drafters: other drafters ("lookup", "hybrid") timed on every prompt too, beside EAGLE-3's."""
+    lookup = LookupConfig(tokens=lookup_tokens)
     policy = (lambda: AdaptiveDepth(*adaptive)) if adaptive else (lambda: None)  # noqa: E731
     device = target.device
     encoded = encode_records(target, records, chat)
@@ -89,12 +92,14 @@ def run(target: Target, head, records: list[PromptRecord], tree: TreeConfig, con
     for prompt_ids in encoded[:warmup]:
         collect(plain_decode(target, prompt_ids, warm))
         collect(speculative_decode(target, head, prompt_ids, tree, warm))
+        for drafter in drafters:
+            collect(speculative_decode(target, head, prompt_ids, tree, warm, drafter=drafter, lookup=lookup))
         hf_generate(target, prompt_ids, warm, None)
         if with_prompt_lookup:
             hf_generate(target, prompt_ids, warm, lookup_tokens)
 
     rows = []
-    totals = {name: Tally() for name in ("plain", "eagle3", "hf_generate", "lookup")}
+    totals = {name: Tally() for name in ("plain", "eagle3", "hf_generate", "hf_lookup", *drafters)}
     for record, prompt_ids in tqdm(list(zip(records, encoded)), desc="bench", disable=not progress, dynamic_ncols=True):
         plain, plain_s = timed(device, lambda: collect(plain_decode(target, prompt_ids, config)))
         spec, spec_s = timed(device, lambda: collect(speculative_decode(target, head, prompt_ids, tree, config, policy())))
@@ -104,6 +109,12 @@ def run(target: Target, head, records: list[PromptRecord], tree: TreeConfig, con
                "plain_ids": plain.output_ids, "eagle3_ids": spec.output_ids, "tau": round(spec.tau, 4),
                "rounds": spec.rounds, "accepted_drafts": sum(spec.accepted_per_round),
                "speedup": round(plain_s / spec_s, 4), "plain_s": round(plain_s, 4), "eagle3_s": round(spec_s, 4)}
+        for drafter in drafters:
+            other, other_s = timed(device, lambda: collect(speculative_decode(
+                target, head, prompt_ids, tree, config, drafter=drafter, lookup=lookup)))
+            totals[drafter].add(other, other_s)
+            row.update({f"{drafter}_ids": other.output_ids, f"{drafter}_s": round(other_s, 4),
+                        f"{drafter}_tau": round(other.tau, 4), f"{drafter}_accepted_by_source": other.accepted_by_source})
         generate_ids, generate_s = timed(device, lambda: hf_generate(target, prompt_ids, config, None))
         totals["hf_generate"].add(RunStats(output_ids=generate_ids), generate_s)
         row["hf_generate_s"] = round(generate_s, 4)
@@ -111,15 +122,16 @@ def run(target: Target, head, records: list[PromptRecord], tree: TreeConfig, con
             row["hf_generate_matches"] = generate_ids == spec.output_ids
         if with_prompt_lookup:
             lookup_ids, lookup_s = timed(device, lambda: hf_generate(target, prompt_ids, config, lookup_tokens))
-            totals["lookup"].add(RunStats(output_ids=lookup_ids), lookup_s)
+            totals["hf_lookup"].add(RunStats(output_ids=lookup_ids), lookup_s)
             row["hf_prompt_lookup_s"] = round(lookup_s, 4)
         rows.append(row)
-    return {"summary": summarise(totals, rows, tree, config), "categories": by_category(rows),
+    return {"summary": summarise(totals, rows, tree, config, drafters), "categories": by_category(rows, drafters),
             "prompts": rows, "settings": settings(target, head, tree, config, lookup_tokens)}
 
 
-def by_category(rows: list[dict]) -> dict[str, dict]:
-    """Speedup (summed plain time / summed EAGLE-3 time) and tau per category of prompt."""
+def by_category(rows: list[dict], drafters: tuple[str, ...] = ()) -> dict[str, dict]:
+    """Speedup (summed plain time / summed EAGLE-3 time) and tau per category of prompt, and the
+    other drafters' speedups."""
     table = {}
     for category in sorted({r["category"] for r in rows}):
         chosen = [r for r in rows if r["category"] == category]
@@ -132,6 +144,7 @@ def by_category(rows: list[dict]) -> dict[str, dict]:
             "plain_tokens_per_s": round(sum(len(r["plain_ids"]) for r in chosen) / plain_s, 2),
             "eagle3_tokens_per_s": round(sum(len(r["eagle3_ids"]) for r in chosen) / spec_s, 2),
             "hf_prompt_lookup_speedup": round(plain_s / sum(lookup), 4) if len(lookup) == len(chosen) else None,
+            **{f"{d}_speedup": round(plain_s / sum(r[f"{d}_s"] for r in chosen), 4) for d in drafters},
         }
     return table
 
@@ -191,14 +204,16 @@ def batch_throughput(target: Target, head, prompts: list[list[int]], tree: TreeC
     return {"sizes": rows, "crossover_batch_size": crossover, "max_speculative_batch": max_speculative_batch}
 
 
-def summarise(totals: dict[str, Tally], rows: list[dict], tree: TreeConfig, config: GenerationConfig) -> dict:
+def summarise(totals: dict[str, Tally], rows: list[dict], tree: TreeConfig, config: GenerationConfig,
+              drafters: tuple[str, ...] = ()) -> dict:
     spec = totals["eagle3"].stats
+    greedy = config.sampling.greedy
     return {
         "speedup": round(totals["plain"].seconds / totals["eagle3"].seconds, 4),
         "tau": round(spec.tau, 4),
         "plain_tokens_per_s": round(totals["plain"].tokens_per_s, 2),
         "eagle3_tokens_per_s": round(totals["eagle3"].tokens_per_s, 2),
-        "hf_prompt_lookup_tokens_per_s": round(totals["lookup"].tokens_per_s, 2) if totals["lookup"].seconds else None,
+        "hf_prompt_lookup_tokens_per_s": round(totals["hf_lookup"].tokens_per_s, 2) if totals["hf_lookup"].seconds else None,
         "hf_generate_tokens_per_s": round(totals["hf_generate"].tokens_per_s, 2),  # the plain decoder must be at least this fast
         "exact_match": all(r["plain_ids"] == r["eagle3_ids"] for r in rows) if config.sampling.greedy else None,
         "acceptance_by_position": spec.acceptance(tree.depth),
@@ -209,6 +224,11 @@ def summarise(totals: dict[str, Tally], rows: list[dict], tree: TreeConfig, conf
             "draft_s": round(spec.draft_s, 3), "verify_s": round(spec.verify_s, 3),
             "bookkeeping_s": round(spec.bookkeeping_s, 3),
         },
+        "accepted_by_source": spec.accepted_by_source,
+        "drafters": {d: {"speedup": round(totals["plain"].seconds / totals[d].seconds, 4),
+                         "tokens_per_s": round(totals[d].tokens_per_s, 2), "tau": round(totals[d].stats.tau, 4),
+                         "exact_match": all(r["plain_ids"] == r[f"{d}_ids"] for r in rows) if greedy else None,
+                         "accepted_by_source": totals[d].stats.accepted_by_source} for d in drafters},
     }
 
 
@@ -241,11 +261,17 @@ def print_table(report: dict) -> None:
     print("acceptance by position: " + " ".join(f"{a:.2f}" for a in s["acceptance_by_position"]))
     split = s["time_split"]
     print(f"time split: draft {split['draft_s']} s, verify {split['verify_s']} s, bookkeeping {split['bookkeeping_s']} s")
+    for name, d in s.get("drafters", {}).items():
+        print(f"drafter {name}: {d['tokens_per_s']} tok/s | speedup {d['speedup']:.2f}x | tau {d['tau']:.2f} | "
+              f"exact match {d['exact_match']} | accepted drafts by source {d['accepted_by_source']}")
     if len(report["categories"]) > 1:
-        print(f"\n{'category':<14} {'prompts':>7} {'speedup':>8} {'tau':>5} {'lookup':>7}")
+        drafters = list(s.get("drafters", {}))
+        print(f"\n{'category':<14} {'prompts':>7} {'eagle3':>7} {'tau':>5} " + "".join(f"{d:>7} " for d in drafters)
+              + f"{'HF lookup':>9}")
         for name, row in report["categories"].items():
             lookup = f"{row['hf_prompt_lookup_speedup']:.2f}x" if row["hf_prompt_lookup_speedup"] else "-"
-            print(f"{name:<14} {row['prompts']:>7} {row['speedup']:>7.2f}x {row['tau']:>5.2f} {lookup:>7}")
+            print(f"{name:<14} {row['prompts']:>7} {row['speedup']:>6.2f}x {row['tau']:>5.2f} "
+                  + "".join(f"{row[d + '_speedup']:>6.2f}x " for d in drafters) + f"{lookup:>9}")
 
 
 def parse_args(argv=None):
@@ -259,7 +285,10 @@ def parse_args(argv=None):
                         help="only the first N prompts of each category (a smaller set with every category)")
     add_tree_options(parser)
     add_generation_options(parser, seed=0)
-    parser.add_argument("--prompt-lookup-tokens", type=int, default=10)
+    parser.add_argument("--prompt-lookup-tokens", type=int, default=10,
+                        help="the longest copy: Hugging Face prompt lookup's, and the lookup / hybrid drafters' chains")
+    parser.add_argument("--drafters", default="lookup,hybrid",
+                        help="other drafters timed beside EAGLE-3 on every prompt: lookup, hybrid, both or none")
     parser.add_argument("--no-prompt-lookup", action="store_true", help="skip the Hugging Face prompt-lookup baseline")
     parser.add_argument("--sweep", default=None, metavar="depth=A..B",
                         help="also time each fixed depth A..B (node budget scaled with depth)")
@@ -287,6 +316,14 @@ def parse_sweep(text: str | None) -> list[int] | None:
     if name != "depth" or not 1 <= low <= high <= 64:
         raise ValueError(f"sweep: {text!r} must be depth=A..B with 1 <= A <= B <= 64")
     return list(range(low, high + 1))
+
+
+def parse_drafters(text: str) -> tuple[str, ...]:
+    names = tuple(name for name in text.split(",") if name and name != "none")
+    for name in names:
+        if name not in DRAFTERS[1:]:
+            raise ValueError(f"drafters: {name!r} is not one of {', '.join(DRAFTERS[1:])} (or none)")
+    return names
 
 
 def parse_sizes(text: str | None) -> list[int] | None:
@@ -319,7 +356,7 @@ def main(argv=None) -> int:
     args = parse_args(argv)
     pair = choose_pair(args)
     try:
-        depths, sizes = parse_sweep(args.sweep), parse_sizes(args.batch_sizes)
+        depths, sizes, drafters = parse_sweep(args.sweep), parse_sizes(args.batch_sizes), parse_drafters(args.drafters)
         if pair.draft is None:
             raise ValueError(f"--draft: no head is known for --target {args.target}; name one")
         target = load_target(args.target, args.device, pair.dtype, args.trust_remote_code)
@@ -331,7 +368,8 @@ def main(argv=None) -> int:
         config = generation_config(args)
         bounds = (min(depths), max(depths)) if depths else (1, 10)
         report = {} if args.skip_main else run(target, head, records, tree, config, chat, args.prompt_lookup_tokens,
-                                               not args.no_prompt_lookup, adaptive=bounds if args.adaptive else None)
+                                               not args.no_prompt_lookup, adaptive=bounds if args.adaptive else None,
+                                               drafters=drafters)
         if depths or sizes:
             encoded = encode_records(target, records, chat)
         if depths:

@@ -22,6 +22,7 @@ from eagle3.adaptive import AdaptiveDepth
 from eagle3.events import RoundEvent, Token, TreeView
 from eagle3.head import Eagle3Head
 from eagle3.kv_cache import KVCache
+from eagle3.lookup import DRAFTERS, ContextIndex, CopyHitRate, LookupConfig, hybrid_tree
 from eagle3.stats import tokens_per_round
 from eagle3.target import Target
 from eagle3.text import IncrementalDetokenizer
@@ -104,14 +105,14 @@ class Run:
 
     def emit(self, candidates, tree: DraftTree | None, path: list[int], draft_s: float, verify_s: float,
              verify_end: float, depth: int = 0) -> RoundEvent:
-        """Turn a round's (token id, state) list into an event, applying the stopping rules."""
+        """Turn a round's (token id, state, source) list into an event, applying the stopping rules."""
         tokens, stop = [], None
-        for token_id, state in candidates:
+        for token_id, state, source in candidates:
             if state is TokenState.REJECTED:
-                tokens.append(Token(token_id, self.detokenizer.token_text(token_id), state))
+                tokens.append(Token(token_id, self.detokenizer.token_text(token_id), state, source))
                 continue
             self.output.append(token_id)
-            tokens.append(Token(token_id, self.detokenizer.push(token_id), state))
+            tokens.append(Token(token_id, self.detokenizer.push(token_id), state, source))
             if token_id in self.eos:
                 stop = "eos"
             elif self.remaining == 0:
@@ -123,7 +124,7 @@ class Run:
             self.accepted += len(path)
         view = None
         if tree is not None:
-            view = TreeView(tree.tokens.tolist(), tree.parents, tree.depths.tolist(), tree.scores)
+            view = TreeView(tree.tokens.tolist(), tree.parents, tree.depths.tolist(), tree.scores, tree.sources)
         bookkeeping_s = clock(self.device) - verify_end
         self.elapsed += draft_s + verify_s + bookkeeping_s
         event = RoundEvent(
@@ -144,7 +145,7 @@ class Settled:
     kept: torch.Tensor  # [1 + len(path)] node indices whose keys stay in the target cache, root first
     next_features: torch.Tensor | None  # [1 + len(path), 3H] the draft's next pairs: features of the kept nodes...
     next_tokens: torch.Tensor  # [1 + len(path)] ...and the token after each; the last is the next root
-    candidates: list[tuple[int, TokenState]]  # the round's tokens for its event
+    candidates: list[tuple[int, TokenState, str | None]]  # the round's tokens for its event, with their drafter
 
 
 def settle(run: Run, draft: DraftTree, logits: torch.Tensor, features: torch.Tensor | None) -> Settled:
@@ -157,66 +158,90 @@ def settle(run: Run, draft: DraftTree, logits: torch.Tensor, features: torch.Ten
     next_features = features[kept] if features is not None else None
     next_tokens = torch.cat([draft.tokens[kept[1:]], kept.new_tensor([result.next_token])])
     tokens = draft.tokens.tolist()
-    candidates = [(tokens[node], TokenState.ACCEPTED) for node in result.path]
+    candidates = [(tokens[node], TokenState.ACCEPTED, draft.source(node)) for node in result.path]
     if result.rejected:  # the draft's best guess where the walk stopped
-        candidates.append((tokens[result.rejected[0]], TokenState.REJECTED))
-    candidates.append((result.next_token, result.next_state))
+        candidates.append((tokens[result.rejected[0]], TokenState.REJECTED, draft.source(result.rejected[0])))
+    candidates.append((result.next_token, result.next_state, None))
     return Settled(result.path, kept, next_features, next_tokens, candidates)
 
 
 @torch.inference_mode()
 def speculative_decode(
     target: Target,
-    head: Eagle3Head,
+    head: Eagle3Head | None,
     prompt: str | Sequence[int],
     tree: TreeConfig | None = None,
     config: GenerationConfig | None = None,
     adaptive: AdaptiveDepth | None = None,
+    drafter: str = "eagle3",
+    lookup: LookupConfig | None = None,
 ) -> Iterator[RoundEvent]:
-    """EAGLE-3 decoding, one event per round. Lossless: greedy output equals plain greedy
-    decoding, sampled output follows the target's (processed) distribution. With `adaptive`,
-    each round's depth (and node budget, at most tree.total_tokens) comes from the policy."""
-    tree, config = tree or TreeConfig(), config or GenerationConfig()
-    tree.validate(head.config.draft_vocab_size)
+    """Speculative decoding, one event per round. Lossless: greedy output equals plain greedy
+    decoding, sampled output follows the target's (processed) distribution.
+
+    drafter: "eagle3" drafts with the head; "lookup" copies from the context (no head: see
+    eagle3.lookup); "hybrid" merges a copy chain into the head's tree, verified in the same
+    forward. With `adaptive`, each round's depth (and node budget, at most
+    tree.total_tokens) comes from the policy."""
+    tree, config, lookup = tree or TreeConfig(), config or GenerationConfig(), lookup or LookupConfig()
+    if drafter not in DRAFTERS:
+        raise ValueError(f"drafter: {drafter!r} is not one of {', '.join(DRAFTERS)}")
+    uses_head, copies = drafter != "lookup", drafter != "eagle3"
+    if uses_head:
+        if head is None:
+            raise ValueError(f"drafter: {drafter} needs an EAGLE-3 head; use drafter lookup without one")
+        tree.validate(head.config.draft_vocab_size)
+    lookup.validate()
     run = Run(target, prompt, config)
     device, n = target.device, len(run.prompt_ids)
     max_depth = max(tree.depth, adaptive.max_depth if adaptive else 0)
+    nodes = max(tree.total_tokens if uses_head else 1, lookup.tokens + 1 if copies else 1)
+    cache = target.new_cache(n + run.budget + nodes)
     # The draft cache also holds the tree's keys while drafting: top_k per level.
-    cache = target.new_cache(n + run.budget + tree.total_tokens)
-    draft_cache = KVCache(1, n + run.budget + tree.top_k * max_depth)
+    draft_cache = KVCache(1, n + run.budget + tree.top_k * max_depth) if uses_head else None
+    context = ContextIndex(run.prompt_ids, lookup) if copies else None
+    hits = CopyHitRate()
 
     start = clock(device)
     prompt_ids = torch.tensor(run.prompt_ids, device=device)
-    out = target.forward(prompt_ids[None], torch.arange(n, device=device)[None], cache, logits_to_keep=1, capture=True)
+    out = target.forward(prompt_ids[None], torch.arange(n, device=device)[None], cache, logits_to_keep=1,
+                         capture=uses_head)
     root = run.pick(out.logits[0, -1])
     verify_end = clock(device)
-    event = run.emit([(root, TokenState.BONUS)], None, [], 0.0, verify_end - start, verify_end)
+    event = run.emit([(root, TokenState.BONUS, None)], None, [], 0.0, verify_end - start, verify_end)
     yield event
     # Draft pairs not yet consumed: the target feature at each position and the token after it.
-    features, next_tokens = out.features[0], torch.cat([prompt_ids[1:], prompt_ids.new_tensor([root])])
+    features, next_tokens = out.features[0] if uses_head else None, torch.cat([prompt_ids[1:], prompt_ids.new_tensor([root])])
 
     while not event.finished:
         start = clock(device)
-        root_t = next_tokens[-1:]
         round_tree = adaptive.tree(tree) if adaptive else tree
         depth = min(round_tree.depth, run.remaining - 1)
-        if depth > 0:
+        draft = DraftTree.root_only(next_tokens[-1:])  # with no room to draft: a plain step, and the run ends with it
+        if uses_head and depth > 0:
             draft = draft_tree(head, draft_cache, features, next_tokens, round_tree, depth)
-        else:  # one token left: a plain step, and the run ends with it
-            draft = DraftTree.root_only(root_t)
+        if copies:
+            context.extend(run.output[len(context) - n:])
+            chain = context.propose(min(lookup.tokens, run.remaining - 1))
+            if chain:
+                draft = hybrid_tree(draft, chain, hits.rate, round_tree.total_tokens - 1 if uses_head else len(chain))
+            depth = int(draft.depths.max())
         draft_end = clock(device)
 
         prefix = cache.length
         positions = prefix + draft.depths
         mask = target.tree_mask(prefix, positions, draft.ancestors)
-        out = target.forward(draft.tokens[None], positions[None], cache, mask, capture=True)
+        out = target.forward(draft.tokens[None], positions[None], cache, mask, capture=uses_head)
         verify_end = clock(device)
 
-        settled = settle(run, draft, out.logits[0], out.features[0])
+        settled = settle(run, draft, out.logits[0], out.features[0] if uses_head else None)
         cache.keep(prefix, settled.kept)
         features, next_tokens = settled.next_features, settled.next_tokens
         event = run.emit(settled.candidates, draft, settled.path, draft_end - start, verify_end - draft_end, verify_end,
                          depth)
+        if copies and draft.sources:
+            copied = [node for node in range(1, len(draft)) if draft.sources[node] != "head"]
+            hits.observe(sum(draft.sources[node] != "head" for node in settled.path), len(copied))
         if adaptive:
             adaptive.observe(depth, len(settled.path), event.draft_s + event.verify_s + event.bookkeeping_s)
         yield event
@@ -240,7 +265,7 @@ def plain_decode(
         out = target.forward(input_ids, positions, cache, logits_to_keep=1)
         token = run.pick(out.logits[0, -1])
         verify_end = clock(device)
-        event = run.emit([(token, TokenState.BONUS)], None, [], 0.0, verify_end - start, verify_end)
+        event = run.emit([(token, TokenState.BONUS, None)], None, [], 0.0, verify_end - start, verify_end)
         yield event
         if event.finished:
             return

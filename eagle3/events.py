@@ -12,6 +12,7 @@ class Token:
     id: int
     text: str  # what the token adds to the output ('' while a character is incomplete)
     state: TokenState
+    source: str | None = None  # who drafted it: "head", "copy" (context lookup) or "both"; None: the target
 
 
 @dataclass
@@ -22,6 +23,7 @@ class TreeView:
     parents: list[int]  # -1 for the root
     depths: list[int]
     scores: list[float]  # cumulative draft log probability
+    sources: list[str] | None = None  # per node: "root", "head", "copy" or "both"; None: all the head's
 
 
 @dataclass

@@ -19,7 +19,9 @@ from eagle3.acceptance import TokenState
 from eagle3.checkpoint import load_head
 from eagle3.compiled import compile_decoding
 from eagle3.decode import plain_decode, speculative_decode
-from eagle3.options import add_generation_options, add_pair_options, add_tree_options, generation_config
+from eagle3.lookup import LookupConfig
+from eagle3.options import (add_drafter_options, add_generation_options, add_pair_options, add_tree_options,
+                            generation_config)
 from eagle3.presets import choose_pair
 from eagle3.prompts import chat_ids, chat_prompt
 from eagle3.target import load_target
@@ -30,6 +32,7 @@ ANSI = {
     TokenState.RESAMPLED: "\033[33m",  # yellow
     TokenState.BONUS: "\033[36m",  # cyan
 }
+COPIED = "\033[4m"  # underlined: drafted by copying from the context (--drafter lookup / hybrid)
 RESET = "\033[0m"
 
 
@@ -40,6 +43,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     source.add_argument("--prompt", help="prompt text")
     source.add_argument("--prompt-file", help="read the prompt from a UTF-8 text file")
     add_pair_options(parser)
+    add_drafter_options(parser)
     add_tree_options(parser)
     add_generation_options(parser)
     parser.add_argument("--plain", action="store_true", help="plain decoding (the baseline), no draft head")
@@ -65,11 +69,12 @@ def read_prompt(args: argparse.Namespace, tokenizer, chat: bool) -> tuple[str, s
 
 
 def render(token, color: bool, show_rejected: bool) -> str:
-    if token.state is TokenState.REJECTED:
-        if not (color and show_rejected):
-            return ""
-        return f"{ANSI[token.state]}{token.text}{RESET}"
-    return f"{ANSI[token.state]}{token.text}{RESET}" if color else token.text
+    if not color:
+        return "" if token.state is TokenState.REJECTED else token.text
+    if token.state is TokenState.REJECTED and not show_rejected:
+        return ""
+    copied = COPIED if token.source in ("copy", "both") else ""
+    return f"{ANSI[token.state]}{copied}{token.text}{RESET}"
 
 
 def summary(event, plain: bool) -> str:
@@ -89,15 +94,18 @@ def main(argv=None) -> int:
         target = load_target(args.target, args.device, pair.dtype, args.trust_remote_code)
         shown, prompt = read_prompt(args, target.tokenizer, pair.chat_for(target.tokenizer))
         config = generation_config(args)
-        if not args.plain and pair.draft is None:
-            raise ValueError(f"--draft: no head is known for --target {args.target}; name one, or use --plain")
-        head = None if args.plain else load_head(pair.draft, target, args.draft_dtype)
+        uses_head = not args.plain and pair.drafter != "lookup"
+        if uses_head and pair.draft is None:
+            raise ValueError(f"--draft: no head is known for --target {args.target}; name one, or use --plain "
+                             "or --drafter lookup")
+        head = load_head(pair.draft, target, args.draft_dtype) if uses_head else None
         if args.compile:
             compile_decoding(target, head)
         if args.plain:
             events = plain_decode(target, prompt, config)
         else:
-            events = speculative_decode(target, head, prompt, pair.tree, config)
+            events = speculative_decode(target, head, prompt, pair.tree, config, drafter=pair.drafter,
+                                        lookup=LookupConfig(tokens=args.lookup_tokens))
         sys.stdout.write(shown)
         event = None
         for event in events:

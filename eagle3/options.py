@@ -11,6 +11,7 @@ import argparse
 
 from eagle3.acceptance import SamplingConfig
 from eagle3.decode import GenerationConfig
+from eagle3.lookup import DRAFTERS, LookupConfig
 from eagle3.presets import DEFAULT
 
 
@@ -34,6 +35,15 @@ def add_pair_options(parser: argparse.ArgumentParser, target_default: str | None
         parser.add_argument("--chat", action=argparse.BooleanOptionalAction, default=None,
                             help="render prompts through the tokenizer's chat template (default: the preset's mode, "
                                  "else when the tokenizer has a template)")
+
+
+def add_drafter_options(parser: argparse.ArgumentParser) -> None:
+    """--drafter --lookup-tokens (eagle3.lookup)."""
+    parser.add_argument("--drafter", choices=DRAFTERS, default=None,
+                        help="eagle3: the head's tree; lookup: copies from the context, no head; hybrid: both in one "
+                             "tree (default: the preset's)")
+    parser.add_argument("--lookup-tokens", type=int, default=LookupConfig.tokens,
+                        help="the longest copy chain (lookup, hybrid)")
 
 
 def add_tree_options(parser: argparse.ArgumentParser) -> None:

@@ -21,11 +21,12 @@ class Preset:
     tree: TreeConfig
     note: str = ""
     dtype: str = "auto"  # the target's dtype (auto: float32 on a CPU, bfloat16 on CUDA)
+    drafter: str = "eagle3"  # eagle3, lookup or hybrid (eagle3.lookup)
 
 
 SMOLLM2 = Preset(
     "SmolLM2-135M-Instruct + EAGLE-3 head (CPU, offline)", SMOLLM2_TARGET, SMOLLM2_HEAD, chat=True,
-    tree=TreeConfig(depth=4, top_k=4, total_tokens=16),
+    tree=TreeConfig(depth=4, top_k=4, total_tokens=16), drafter="hybrid",  # the bench's best drafter for it (README)
     note="Hugging Face's SmolLM2-135M-Instruct (Apache-2.0, the Q4_1 GGUF dequantised) with an EAGLE-3 head "
          "this project trained on the model's own replies. A chat: each reply is decoded twice, from the same history.",
 )
@@ -59,6 +60,7 @@ class PairChoice:
     dtype: str
     tree: TreeConfig
     chat: bool | None  # None: chat when the tokenizer has a template
+    drafter: str = "eagle3"
 
     def chat_for(self, tokenizer) -> bool:
         return self.chat if self.chat is not None else bool(getattr(tokenizer, "chat_template", None))
@@ -73,4 +75,5 @@ def choose_pair(args) -> PairChoice:
         dtype=args.dtype or (preset.dtype if preset else "auto"),
         tree=TreeConfig(args.depth or base.depth, args.top_k or base.top_k, args.total_tokens or base.total_tokens),
         chat=args.chat if args.chat is not None else (preset.chat if preset else None),
+        drafter=getattr(args, "drafter", None) or (preset.drafter if preset else "eagle3"),
     )

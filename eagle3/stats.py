@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+from eagle3.acceptance import TokenState
 from eagle3.events import RoundEvent
 
 
@@ -39,6 +40,7 @@ class RunStats:
     elapsed_s: float = 0.0
     finished: bool = False
     stop_reason: str | None = None
+    accepted_by_source: dict[str, int] = field(default_factory=dict)  # accepted drafts: "head", "copy", "both"
 
     def add(self, event: RoundEvent) -> None:
         self.output_ids = list(event.output_ids)
@@ -52,6 +54,9 @@ class RunStats:
         self.bookkeeping_s += event.bookkeeping_s
         self.elapsed_s = event.elapsed_s
         self.finished, self.stop_reason = event.finished, event.stop_reason
+        for token in event.tokens:
+            if token.state is TokenState.ACCEPTED:
+                self.accepted_by_source[token.source] = self.accepted_by_source.get(token.source, 0) + 1
 
     def pool(self, other: RunStats) -> None:
         """Add another run's rounds, tokens and times (for totals over prompts)."""
@@ -63,6 +68,8 @@ class RunStats:
         self.verify_s += other.verify_s
         self.bookkeeping_s += other.bookkeeping_s
         self.elapsed_s += other.elapsed_s
+        for source, count in other.accepted_by_source.items():
+            self.accepted_by_source[source] = self.accepted_by_source.get(source, 0) + count
 
     @property
     def text(self) -> str:

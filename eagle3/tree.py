@@ -50,9 +50,11 @@ class DraftTree:
     scores: list[float]  # cumulative draft log probability, root 0
     children: list[list[int]]  # per node, children by descending score
     ancestors: torch.Tensor  # [n, n] bool: node j is node i or an ancestor of it
+    sources: list[str] | None = None  # per node, who drafted it (eagle3.lookup.hybrid_tree); None: the head
 
     @classmethod
-    def build(cls, tokens: torch.Tensor, depths: torch.Tensor, parents: list[int], scores: list[float]) -> "DraftTree":
+    def build(cls, tokens: torch.Tensor, depths: torch.Tensor, parents: list[int], scores: list[float],
+              sources: list[str] | None = None) -> "DraftTree":
         n = len(parents)
         children: list[list[int]] = [[] for _ in range(n)]
         ancestors = torch.zeros(n, n, dtype=torch.bool)
@@ -63,7 +65,7 @@ class DraftTree:
             ancestors[node, node] = True
         for kids in children:
             kids.sort(key=lambda c: -scores[c])
-        return cls(tokens, depths, parents, scores, children, ancestors.to(tokens.device))
+        return cls(tokens, depths, parents, scores, children, ancestors.to(tokens.device), sources)
 
     @classmethod
     def root_only(cls, root: torch.Tensor) -> "DraftTree":
@@ -71,6 +73,9 @@ class DraftTree:
 
     def __len__(self) -> int:
         return len(self.parents)
+
+    def source(self, node: int) -> str:
+        return self.sources[node] if self.sources else "head"
 
 
 def draft_tree(

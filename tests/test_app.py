@@ -63,9 +63,9 @@ def test_chart_data():
 
 
 def request(message=PROMPT, history=(), preset=None, depth=5, top_k=2, total_tokens=10, temperature=0.0, top_p=1.0,
-            max_new_tokens=48, spec_chat=()) -> app.ChatRequest:
+            max_new_tokens=48, spec_chat=(), drafter="eagle3") -> app.ChatRequest:
     return app.ChatRequest(message, list(spec_chat), [], list(history), preset or app.PRESET_LIST[0].name, depth, top_k,
-                           total_tokens, temperature, top_p, max_new_tokens)
+                           total_tokens, temperature, top_p, max_new_tokens, drafter=drafter)
 
 
 def test_respond_streams_and_checks_losslessness():
@@ -91,9 +91,17 @@ def test_respond_streams_and_checks_losslessness():
     assert [t for t, _ in frames["plain"]] == plain_seconds
 
 
+def test_the_hybrid_drafter_marks_copied_tokens_and_stays_lossless():
+    quote = "Repeat exactly: the quick brown fox jumps over the lazy dog. The quick brown fox jumps over the lazy dog."
+    *_, final = app.chat(request(quote, drafter="hybrid", max_new_tokens=40))
+    assert "lossless: identical to plain decoding" in final.summary
+    assert " copied" in final.spec_chat[-1]["content"]  # some accepted drafts came from the context
+    assert json.loads(final.charts)["sources"].get("copy", 0) + json.loads(final.charts)["sources"].get("both", 0) > 0
+
+
 def test_stop_ends_the_run_with_a_final_update():
     # Through the event's own function, as gradio calls it: positional inputs, a request, tuples out.
-    run = app.respond(PROMPT, [], [], [], app.PRESET_LIST[0].name, 5, 2, 10, 0.0, 1.0, 256, False,
+    run = app.respond(PROMPT, [], [], [], app.PRESET_LIST[0].name, 5, 2, 10, 0.0, 1.0, 256, False, "eagle3",
                       SimpleNamespace(session_hash="s1"))
     first = app.PageUpdate(*next(run))
     assert first.message == "" and "EAGLE-3" in first.summary  # the first update empties the prompt box
@@ -132,6 +140,8 @@ def test_bad_input_keeps_history():
                                  ("x", "/etc | /tmp", (5, 2, 10, 0.0, 1.0, 16))):
         updates = list(app.chat(request(message, history, model, *args, spec_chat=[{"role": "user", "content": "earlier"}])))
         assert len(updates) == 1 and updates[0].history == history and updates[0].spec_chat[0]["content"] == "earlier"
+    with pytest.raises(ValueError, match="drafter: 'copycat' is not one of eagle3, lookup, hybrid"):
+        app.parse_request(request("x", drafter="copycat"))
 
 
 def test_model_choice_is_closed_unless_the_operator_opens_it(model_dirs):
@@ -284,7 +294,8 @@ def test_real_browser(served):
         page.locator("#summary").get_by_text("done.").wait_for(timeout=120_000)
         assert "lossless: identical to plain decoding" in page.locator("#summary").inner_text()
         assert page.locator("#plain-pane").get_by_text("(plain decoding did not run)").count() == 1
-        assert page.locator("#spec-pane").get_by_text("class Stack:").count() == 1
+        # the stopped run's message, once (the hybrid drafter's reply may quote it too)
+        assert page.locator('#spec-pane [data-testid="user"]').filter(has_text="class Stack:").count() == 1
         assert page.evaluate("window.sawStopped")  # the stopped run's own summary, before the next run's
 
         # The charts take their colours from the page's theme: light text on the dark one.

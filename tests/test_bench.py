@@ -47,6 +47,12 @@ def test_bench_records_the_ids_it_decoded_and_a_table_by_category(tmp_path, mode
     assert report["categories"]["math"]["speedup"] == pytest.approx(expected, rel=1e-3)
     assert report["settings"]["target"] == model_dirs[0] and report["settings"]["chat"] is False
     assert all(r["hf_generate_matches"] for r in rows)  # same ids, same greedy tokens as transformers
+    # The project's own lookup drafter and the hybrid, timed on the same prompts in the same run
+    drafters = report["summary"]["drafters"]
+    assert set(drafters) == {"lookup", "hybrid"} and all(d["exact_match"] for d in drafters.values())
+    assert all(r["lookup_ids"] == r["plain_ids"] == r["hybrid_ids"] for r in rows)
+    hybrid = sum(r["plain_s"] for r in math) / sum(r["hybrid_s"] for r in math)
+    assert report["categories"]["math"]["hybrid_speedup"] == pytest.approx(hybrid, rel=1e-3)
 
 
 def test_embedded_pair_loads_offline_and_is_lossless():

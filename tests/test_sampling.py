@@ -65,10 +65,11 @@ def exact_joint(target, sampling: SamplingConfig, length: int = 3, prompt=PROMPT
     return joint
 
 
-def sample_first_tokens(target, head, sampling, n, tree=TreeConfig(2, 3, 8), length=3):
+def sample_first_tokens(target, head, sampling, n, tree=TreeConfig(2, 3, 8), length=3, prompt=PROMPT, drafter="eagle3"):
     counts = torch.zeros(VOCAB ** length)
     for seed in range(n):
-        events = speculative_decode(target, head, PROMPT, tree, GenerationConfig(64, sampling, seed=seed))
+        events = speculative_decode(target, head, prompt, tree, GenerationConfig(64, sampling, seed=seed),
+                                    drafter=drafter)
         for event in events:
             if event.new_tokens >= length:
                 break

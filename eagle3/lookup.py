@@ -1,0 +1,116 @@
+"""Context drafting: copy what followed the last occurrence of the text's current ending.
+
+A reply that quotes the question, a code edit that returns most of its input, a summary or
+a multi-turn chat repeats long spans of its context. `ContextIndex` keeps, for every n-gram
+of the prompt and the output so far (n <= max_ngram), where its latest occurrence ended;
+it is extended with each round's accepted tokens, never rebuilt. The longest n-gram that
+ends the text and occurred before proposes the tokens that followed it: a copy chain.
+
+`hybrid_tree` puts a copy chain under the root of the head's draft tree: shared prefixes
+merge, and the node budget goes to the candidates with the best expected acceptance (the
+head's cumulative log probability; d * log(hit rate) for the chain's d-th token, the hit
+rate being the measured share of copied tokens the target accepted).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+
+from eagle3.tree import DraftTree
+
+DRAFTERS = ("eagle3", "lookup", "hybrid")
+
+
+@dataclass
+class LookupConfig:
+    max_ngram: int = 3  # the longest ending that is looked up
+    min_ngram: int = 1  # the shortest: a single repeated token already proposes a copy
+    tokens: int = 10  # the longest copy chain
+
+    def validate(self) -> None:
+        if not 1 <= self.min_ngram <= self.max_ngram <= 16:
+            raise ValueError(f"lookup n-grams: {self.min_ngram}..{self.max_ngram}; use 1 <= min <= max <= 16")
+        if not 1 <= self.tokens <= 64:
+            raise ValueError(f"lookup tokens: {self.tokens} is outside [1, 64]")
+
+
+class ContextIndex:
+    """The token sequence so far and, per n-gram, the end of its latest occurrence that has a
+    continuation. Extending by m tokens costs m * max_ngram dictionary writes."""
+
+    def __init__(self, tokens: list[int], config: LookupConfig):
+        self.config = config
+        self.tokens: list[int] = []
+        self.ends: dict[tuple[int, ...], int] = {}
+        self.extend(tokens)
+
+    def __len__(self) -> int:
+        return len(self.tokens)
+
+    def extend(self, new: list[int]) -> None:
+        for token in new:
+            end = len(self.tokens)  # the n-grams ending here now have a continuation: `token`
+            for n in range(1, min(self.config.max_ngram, end) + 1):
+                self.ends[tuple(self.tokens[end - n:end])] = end
+            self.tokens.append(token)
+
+    def propose(self, length: int) -> list[int]:
+        """Up to `length` tokens that followed the longest earlier occurrence of the ending."""
+        for n in range(min(self.config.max_ngram, len(self.tokens)), self.config.min_ngram - 1, -1):
+            end = self.ends.get(tuple(self.tokens[-n:]))
+            if end is not None:
+                return self.tokens[end:end + length]
+        return []
+
+
+class CopyHitRate:
+    """The share of copied tokens the target accepted, counting each chain's accepted prefix and
+    its first refusal (later tokens were never tested); starts at `prior` worth `weight` tokens."""
+
+    def __init__(self, prior: float = 0.5, weight: float = 4.0):
+        self.hits, self.tries = prior * weight, weight
+
+    def observe(self, accepted: int, proposed: int) -> None:
+        if proposed:
+            self.hits += accepted
+            self.tries += min(proposed, accepted + 1)
+
+    @property
+    def rate(self) -> float:
+        return min(max(self.hits / self.tries, 1e-3), 0.999)
+
+
+def hybrid_tree(tree: DraftTree, chain: list[int], hit_rate: float, budget: int) -> DraftTree:
+    """`tree` (the head's, possibly root-only) with the copy `chain` merged under its root,
+    cut to the `budget` best non-root nodes. Node sources: "head", "copy" or "both"."""
+    tokens, parents = tree.tokens.tolist(), list(tree.parents)
+    scores = list(tree.scores)
+    sources = ["root"] + ["head"] * (len(tokens) - 1)
+    node, step = 0, math.log(hit_rate)
+    for depth, token in enumerate(chain, 1):
+        child = next((c for c in tree.children[node] if tokens[c] == token), None) if node < len(tree) else None
+        if child is not None:  # the head drafted it too
+            scores[child] = max(scores[child], depth * step)
+            sources[child] = "both"
+        else:
+            tokens.append(token)
+            parents.append(node)
+            scores.append(depth * step)
+            sources.append("copy")
+            child = len(tokens) - 1
+        node = child
+    # Keep the best `budget` nodes. Scores never rise along a path (a child comes after its
+    # parent on ties), so every kept node's parent is kept too.
+    order = sorted(range(1, len(tokens)), key=lambda i: (-scores[i], i))[:budget]
+    kept = [0] + sorted(order)
+    new_index = {old: new for new, old in enumerate(kept)}
+    new_parents = [-1] + [new_index[parents[i]] for i in kept[1:]]
+    depths = [0] * len(kept)
+    for i in range(1, len(kept)):
+        depths[i] = depths[new_parents[i]] + 1
+    device = tree.tokens.device
+    return DraftTree.build(torch.tensor([tokens[i] for i in kept], device=device), torch.tensor(depths, device=device),
+                           new_parents, [scores[i] for i in kept], [sources[i] for i in kept])

@@ -1,0 +1,95 @@
+"""Context drafting and hybrid trees: the index, the merge, and losslessness of both drafters."""
+
+import pytest
+import torch
+
+import eagle3.decode
+from eagle3 import GenerationConfig, SamplingConfig, TreeConfig, collect, speculative_decode
+from eagle3.lookup import ContextIndex, LookupConfig, hybrid_tree
+from eagle3.tree import DraftTree
+from tests.models import make_head, make_target
+from tests.test_greedy import random_prompts, reference
+from tests.test_sampling import VOCAB, chi_square_pvalue, exact_joint, sample_first_tokens
+
+
+def test_the_index_copies_what_followed_the_longest_earlier_ending():
+    index = ContextIndex([5, 6, 7, 8, 1, 6, 7, 9, 2], LookupConfig(max_ngram=3))
+    index.extend([6, 7])  # ends "6 7": its latest earlier occurrence was followed by 9 2 6 7
+    assert index.propose(3) == [9, 2, 6]
+    index.extend([8])  # ends "6 7 8", as at the start, which 1 6 7 9 followed
+    assert index.propose(4) == [1, 6, 7, 9]
+    assert ContextIndex([1, 2, 3], LookupConfig(max_ngram=2, min_ngram=2)).propose(5) == []  # "2 3" never recurs
+    incremental = ContextIndex([4, 4], LookupConfig())
+    incremental.extend([1, 4, 2, 4, 1])
+    assert incremental.ends == ContextIndex([4, 4, 1, 4, 2, 4, 1], LookupConfig()).ends
+
+
+def tree_of(tokens, parents, scores):
+    depths = [0] * len(parents)
+    for node in range(1, len(parents)):
+        depths[node] = depths[parents[node]] + 1
+    return DraftTree.build(torch.tensor(tokens), torch.tensor(depths), parents, scores)
+
+
+def test_a_copy_chain_merges_under_the_root_within_the_budget():
+    head = tree_of([0, 10, 11, 12, 13], [-1, 0, 0, 1, 3], [0.0, -0.1, -2.0, -0.3, -0.5])
+    merged = hybrid_tree(head, [10, 12, 20, 21], hit_rate=0.9, budget=5)
+    nodes = list(zip(merged.tokens.tolist(), merged.parents, merged.sources))
+    # 10 and 12 were drafted by both; 20 and 21 are new, under 12; the head's 11 (-2.0) makes way
+    assert nodes == [(0, -1, "root"), (10, 0, "both"), (12, 1, "both"), (13, 2, "head"), (20, 2, "copy"),
+                     (21, 4, "copy")]
+    assert len(hybrid_tree(head, [30, 31, 32], hit_rate=0.01, budget=4)) == 5  # an unlikely chain loses its nodes
+    assert hybrid_tree(head, [30, 31, 32], hit_rate=0.01, budget=4).sources.count("copy") == 0
+    only = hybrid_tree(DraftTree.root_only(torch.tensor([0])), [7, 8], hit_rate=0.5, budget=2)
+    assert only.tokens.tolist() == [0, 7, 8] and only.parents == [-1, 0, 1]
+
+
+@pytest.mark.parametrize("drafter", ["lookup", "hybrid"])
+def test_greedy_copy_drafting_is_token_exact(drafter):
+    target = make_target("llama", vocab_size=32, logit_scale=4.0)
+    head = make_head(target, draft_vocab_size=24)
+    prompts = random_prompts(4, target.vocab_size, seed=21)
+    prompts += [p * 3 for p in random_prompts(3, target.vocab_size, seed=22)]  # repeats, for long copies
+    copied = 0
+    for prompt in prompts:
+        events = list(speculative_decode(target, head if drafter == "hybrid" else None, prompt, TreeConfig(4, 3, 12),
+                                         GenerationConfig(30), drafter=drafter))
+        assert collect(events).output_ids == reference(target, prompt, 30)
+        copied += sum(t.source in ("copy", "both") for e in events for t in e.tokens if t.state.value == "accepted")
+    assert copied > 0  # the copy path ran and was accepted
+
+
+@pytest.fixture(scope="module")
+def pair():
+    target = make_target("llama", vocab_size=VOCAB, logit_scale=6.0, seed=5)
+    return target, make_head(target, draft_vocab_size=6, seed=6)
+
+
+REPEATING = [3, 1, 4, 1, 3, 4, 1]  # every token recurs: a copy chain is proposed at once
+
+
+@pytest.mark.parametrize("drafter", ["lookup", "hybrid"])
+def test_sampled_copy_drafting_follows_the_target(pair, drafter):
+    target, head = pair
+    sampling = SamplingConfig(temperature=1.0)
+    counts = sample_first_tokens(target, head, sampling, n=2000, prompt=REPEATING, drafter=drafter)
+    assert chi_square_pvalue(counts, exact_joint(target, sampling, prompt=REPEATING)) > 1e-3
+
+
+def test_a_copy_chain_accepted_without_checking_is_caught(pair, monkeypatch):
+    """Negative control: accepting the copy chain's first token as if it were the target's breaks
+    the distribution, and the same statistic sees it."""
+    target, head = pair
+    settle = eagle3.decode.settle
+
+    def trusting_settle(run, draft, logits, features):
+        if draft.sources and len(draft) > 1 and draft.sources[1] in ("copy", "both"):
+            logits = logits.clone()
+            logits[0] = -1e4
+            logits[0, int(draft.tokens[1])] = 1e4  # the target "agrees" with the copy
+        return settle(run, draft, logits, features)
+
+    monkeypatch.setattr(eagle3.decode, "settle", trusting_settle)
+    sampling = SamplingConfig(temperature=1.0)
+    counts = sample_first_tokens(target, head, sampling, n=500, prompt=REPEATING, drafter="lookup")
+    assert chi_square_pvalue(counts, exact_joint(target, sampling, prompt=REPEATING)) < 1e-6
