@@ -35,7 +35,7 @@ from eagle3 import GenerationConfig, SamplingConfig, TreeConfig, load_head, load
 from eagle3.adaptive import AdaptiveDepth
 from eagle3.decode import plain_decode, speculative_decode
 from eagle3.events import RoundEvent, Token, TreeView
-from eagle3.lookup import DRAFTERS
+from eagle3.lookup import COPIED, DRAFTERS
 from eagle3.options import add_pair_options
 from eagle3.presets import PRESETS, Preset
 from eagle3.prompts import first_per_category, fit_chat, read_prompts
@@ -146,7 +146,7 @@ def token_html(token: Token, round_index: int) -> str:
     if not token.text:
         return ""  # part of a character: the token that completes it carries the text
     state = token.state.value
-    copied = " copied" if token.source in ("copy", "both") else ""
+    copied = " copied" if token.source in COPIED else ""
     source = f", drafted by {token.source}" if token.source else ""
     return (f'<span class="tok {state} r{round_index % 2}{copied}" title="round {round_index}: {state}{source}">'
             f"{html.escape(token.text)}</span>")
@@ -191,7 +191,7 @@ def render_tree(tree: TreeView | None, path: list[int], texts: list[str], title:
         parts.append(f'<path class="{cls}" d="M{x0},{y0} C{x0 + 10},{y0} {x1 - 10},{y1} {x1},{y1}"/>')
     for node in range(n):
         cls = "node root" if node == 0 else ("node accepted" if node in accepted else "node")
-        if tree.sources and tree.sources[node] in ("copy", "both"):
+        if tree.sources and tree.sources[node] in COPIED:
             cls += " copied"
         score = "" if node == 0 else f'<text class="score" x="{x(node) + width - 4}" y="{y(node) + 15}" text-anchor="end">{tree.scores[node]:.1f}</text>'
         parts.append(f'<g class="{cls}"><title>node {node}, depth {tree.depths[node]}, log p {tree.scores[node]:.2f}</title>'

@@ -114,7 +114,7 @@ def run(target: Target, head, records: list[PromptRecord], tree: TreeConfig, con
                 target, head, prompt_ids, tree, config, drafter=drafter, lookup=lookup)))
             totals[drafter].add(other, other_s)
             row.update({f"{drafter}_ids": other.output_ids, f"{drafter}_s": round(other_s, 4),
-                        f"{drafter}_tau": round(other.tau, 4), f"{drafter}_accepted_by_source": other.accepted_by_source})
+                        f"{drafter}_tau": round(other.tau, 4), f"{drafter}_accepted_by_source": dict(other.accepted_by_source)})
         generate_ids, generate_s = timed(device, lambda: hf_generate(target, prompt_ids, config, None))
         totals["hf_generate"].add(RunStats(output_ids=generate_ids), generate_s)
         row["hf_generate_s"] = round(generate_s, 4)
@@ -224,11 +224,11 @@ def summarise(totals: dict[str, Tally], rows: list[dict], tree: TreeConfig, conf
             "draft_s": round(spec.draft_s, 3), "verify_s": round(spec.verify_s, 3),
             "bookkeeping_s": round(spec.bookkeeping_s, 3),
         },
-        "accepted_by_source": spec.accepted_by_source,
+        "accepted_by_source": dict(spec.accepted_by_source),
         "drafters": {d: {"speedup": round(totals["plain"].seconds / totals[d].seconds, 4),
                          "tokens_per_s": round(totals[d].tokens_per_s, 2), "tau": round(totals[d].stats.tau, 4),
                          "exact_match": all(r["plain_ids"] == r[f"{d}_ids"] for r in rows) if greedy else None,
-                         "accepted_by_source": totals[d].stats.accepted_by_source} for d in drafters},
+                         "accepted_by_source": dict(totals[d].stats.accepted_by_source)} for d in drafters},
     }
 
 

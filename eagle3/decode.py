@@ -22,7 +22,7 @@ from eagle3.adaptive import AdaptiveDepth
 from eagle3.events import RoundEvent, Token, TreeView
 from eagle3.head import Eagle3Head
 from eagle3.kv_cache import KVCache
-from eagle3.lookup import DRAFTERS, ContextIndex, CopyHitRate, LookupConfig, hybrid_tree
+from eagle3.lookup import COPIED, DRAFTERS, ContextIndex, CopyHitRate, LookupConfig, hybrid_tree
 from eagle3.stats import tokens_per_round
 from eagle3.target import Target
 from eagle3.text import IncrementalDetokenizer
@@ -240,8 +240,8 @@ def speculative_decode(
         event = run.emit(settled.candidates, draft, settled.path, draft_end - start, verify_end - draft_end, verify_end,
                          depth)
         if copies and draft.sources:
-            copied = [node for node in range(1, len(draft)) if draft.sources[node] != "head"]
-            hits.observe(sum(draft.sources[node] != "head" for node in settled.path), len(copied))
+            hits.observe(sum(draft.sources[node] in COPIED for node in settled.path),
+                         sum(source in COPIED for source in draft.sources))
         if adaptive:
             adaptive.observe(depth, len(settled.path), event.draft_s + event.verify_s + event.bookkeeping_s)
         yield event

@@ -19,7 +19,7 @@ from eagle3.acceptance import TokenState
 from eagle3.checkpoint import load_head
 from eagle3.compiled import compile_decoding
 from eagle3.decode import plain_decode, speculative_decode
-from eagle3.lookup import LookupConfig
+from eagle3.lookup import COPIED, LookupConfig
 from eagle3.options import (add_drafter_options, add_generation_options, add_pair_options, add_tree_options,
                             generation_config)
 from eagle3.presets import choose_pair
@@ -32,7 +32,7 @@ ANSI = {
     TokenState.RESAMPLED: "\033[33m",  # yellow
     TokenState.BONUS: "\033[36m",  # cyan
 }
-COPIED = "\033[4m"  # underlined: drafted by copying from the context (--drafter lookup / hybrid)
+UNDERLINE = "\033[4m"  # drafted by copying from the context (--drafter lookup / hybrid)
 RESET = "\033[0m"
 
 
@@ -73,7 +73,7 @@ def render(token, color: bool, show_rejected: bool) -> str:
         return "" if token.state is TokenState.REJECTED else token.text
     if token.state is TokenState.REJECTED and not show_rejected:
         return ""
-    copied = COPIED if token.source in ("copy", "both") else ""
+    copied = UNDERLINE if token.source in COPIED else ""
     return f"{ANSI[token.state]}{copied}{token.text}{RESET}"
 
 

@@ -22,6 +22,7 @@ import torch
 from eagle3.tree import DraftTree
 
 DRAFTERS = ("eagle3", "lookup", "hybrid")
+COPIED = frozenset({"copy", "both"})  # the sources of drafts that came from the context
 
 
 @dataclass

@@ -7,6 +7,7 @@ live view all fold their events into a RunStats.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
@@ -40,7 +41,7 @@ class RunStats:
     elapsed_s: float = 0.0
     finished: bool = False
     stop_reason: str | None = None
-    accepted_by_source: dict[str, int] = field(default_factory=dict)  # accepted drafts: "head", "copy", "both"
+    accepted_by_source: Counter = field(default_factory=Counter)  # accepted drafts: "head", "copy", "both"
 
     def add(self, event: RoundEvent) -> None:
         self.output_ids = list(event.output_ids)
@@ -54,9 +55,7 @@ class RunStats:
         self.bookkeeping_s += event.bookkeeping_s
         self.elapsed_s = event.elapsed_s
         self.finished, self.stop_reason = event.finished, event.stop_reason
-        for token in event.tokens:
-            if token.state is TokenState.ACCEPTED:
-                self.accepted_by_source[token.source] = self.accepted_by_source.get(token.source, 0) + 1
+        self.accepted_by_source.update(t.source for t in event.tokens if t.state is TokenState.ACCEPTED)
 
     def pool(self, other: RunStats) -> None:
         """Add another run's rounds, tokens and times (for totals over prompts)."""
@@ -68,8 +67,7 @@ class RunStats:
         self.verify_s += other.verify_s
         self.bookkeeping_s += other.bookkeeping_s
         self.elapsed_s += other.elapsed_s
-        for source, count in other.accepted_by_source.items():
-            self.accepted_by_source[source] = self.accepted_by_source.get(source, 0) + count
+        self.accepted_by_source.update(other.accepted_by_source)
 
     @property
     def text(self) -> str:
