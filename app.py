@@ -46,6 +46,10 @@ ROOT = os.path.dirname(os.path.abspath(__file__))
 MAX_NEW_TOKENS, MAX_PROMPT_CHARS = 1024, 16000  # enforced here, whatever the sliders say
 MAX_CONTEXT = 4096  # tokens of history + reply; older turns are dropped to stay within it
 UPDATES_PER_S = 15
+# A chat pane re-renders its whole message at each update, about 0.35 ms of the browser's
+# main thread per token shown (measured in headless chromium here): a long reply is sent
+# less often so that the page keeps half its time for the visitor (Stop stays clickable).
+PAGE_TOKENS_PER_S = 1500
 TREE_UPDATES_PER_S = 2
 # plotly.js from the installed plotly package, served by the app itself: the page works offline
 PLOTLY_JS = os.path.join(os.path.dirname(plotly.__file__), "package_data", "plotly.min.js")
@@ -99,16 +103,18 @@ class Models:
     of the form "TARGET | HEAD" (local paths or hub ids) loads that pair too."""
 
     def __init__(self, presets: list[Preset], device: str, dtype: str, trust_remote_code: bool = False,
-                 allow_any: bool = False):
+                 allow_any: bool = False, attention: str = "auto"):
         self.presets = {p.name: p for p in presets}
         self.device, self.dtype, self.trust_remote_code, self.allow_any = device, dtype, trust_remote_code, allow_any
+        self.attention = attention
         self.loaded: dict[str, tuple] = {}
 
     def get(self, name: str):
         if name not in self.loaded:
             preset = self.presets.get(name) or self.custom(name)
             try:
-                target = load_target(preset.target, self.device, self.dtype or preset.dtype, self.trust_remote_code)
+                target = load_target(preset.target, self.device, self.dtype or preset.dtype, self.trust_remote_code,
+                                     self.attention)
                 head = load_head(preset.head, target)
             except (ValueError, FileNotFoundError, OSError) as error:
                 raise gr.Error(f"Cannot load {name}: {error}") from error
@@ -134,7 +140,7 @@ if ARGS.target:
     PRESET_LIST = [CUSTOM, *PRESETS]
 else:
     PRESET_LIST = PRESETS
-MODELS = Models(PRESET_LIST, ARGS.device, ARGS.dtype, ARGS.trust_remote_code, ARGS.allow_any_model)
+MODELS = Models(PRESET_LIST, ARGS.device, ARGS.dtype, ARGS.trust_remote_code, ARGS.allow_any_model, ARGS.attention)
 MODELS.get(PRESET_LIST[0].name)  # at import, as ZeroGPU wants; the embedded pair takes seconds
 
 
@@ -388,6 +394,11 @@ def parse_request(request: ChatRequest) -> Decoding:
     return Decoding(target, head, prompt, tree, config)
 
 
+def update_interval(tokens: int) -> float:
+    """Seconds between two streamed updates of a pane showing this many tokens."""
+    return max(1 / UPDATES_PER_S, tokens / PAGE_TOKENS_PER_S)
+
+
 class Stops:
     """Stop requests, by browser session: a run sees its flag between two streamed updates and
     ends as a finished run does, with a final update. Gradio's own `cancels=` kills the run
@@ -479,12 +490,15 @@ def chat(request: ChatRequest, session: str | None = None) -> Iterator[PageUpdat
             ):
                 # closing(): a cancelled request (an API client's cancel) ends its decode at once
                 with closing(RUNNER.stream(decoder, 1 / UPDATES_PER_S)) as stream:
+                    sent = 0.0
                     for events in stream:
                         for event in events:
                             view.add(event, speculative)
                         if stop.is_set():
                             break
-                        yield update()
+                        if time.perf_counter() - sent >= update_interval(len(view.html)):
+                            yield update()
+                            sent = time.perf_counter()
                 if stop.is_set():
                     stopped = "stopped: " + ", ".join(f"{v.name} wrote {v.stats.new_tokens} tokens"
                                                       for v in (spec, plain))
@@ -596,7 +610,7 @@ def build_demo() -> gr.Blocks:
             with gr.Row():
                 temperature = gr.Slider(0, 2, value=0, step=0.05, label="Temperature (0 = greedy)")
                 top_p = gr.Slider(0.05, 1, value=1, step=0.05, label="Top-p")
-                max_new = gr.Slider(1, MAX_NEW_TOKENS, value=128, step=1, label="Max new tokens")
+                max_new = gr.Slider(1, MAX_NEW_TOKENS, value=128, step=1, label="Max new tokens", elem_id="max-new")
             preset_note = gr.Markdown(first.note)
 
         # The components by the names of ChatRequest's and PageUpdate's fields: their order is the events'

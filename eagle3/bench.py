@@ -238,7 +238,8 @@ def settings(target: Target, head, tree: TreeConfig, config: GenerationConfig, l
     return {
         "device": str(device), "device_name": name, "torch_threads": torch.get_num_threads(), "cpu_count": os.cpu_count(),
         "compiled": getattr(target.layers[0], "_compiled_call_impl", None) is not None,
-        "dtype": str(target.dtype).removeprefix("torch."), "draft_dtype": str(head.fc.weight.dtype).removeprefix("torch."),
+        "dtype": str(target.dtype).removeprefix("torch."), "attention": target.config._attn_implementation,
+        "draft_dtype": str(head.fc.weight.dtype).removeprefix("torch."),
         "target_layers": target.num_layers,
         "depth": tree.depth, "top_k": tree.top_k, "total_tokens": tree.total_tokens,
         "max_new_tokens": config.max_new_tokens, "temperature": config.sampling.temperature,
@@ -359,7 +360,7 @@ def main(argv=None) -> int:
         depths, sizes, drafters = parse_sweep(args.sweep), parse_sizes(args.batch_sizes), parse_drafters(args.drafters)
         if pair.draft is None:
             raise ValueError(f"--draft: no head is known for --target {args.target}; name one")
-        target = load_target(args.target, args.device, pair.dtype, args.trust_remote_code)
+        target = load_target(args.target, args.device, pair.dtype, args.trust_remote_code, args.attention)
         head = load_head(pair.draft, target, args.draft_dtype)
         if args.compile:
             compile_decoding(target, head)

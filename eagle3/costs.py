@@ -2,6 +2,7 @@
 
     python -m eagle3.costs --shape llama-3.1-8b --device cuda --json runs/costs.json
     python -m eagle3.costs --shape tiny --device cpu        # the same measurement, small
+    python -m eagle3.costs --shape smollm2-135m --device cpu  # the app's default target
 
 Random weights (the timings do not depend on them), in bfloat16 on CUDA. After a prefill
 of --context tokens it times, as medians of --repeats: one plain decoding step, one draft
@@ -33,13 +34,17 @@ SHAPES = {  # target config; the head is one decoder layer of the same width
     "llama-3.1-8b": dict(hidden_size=4096, intermediate_size=14336, num_hidden_layers=32, num_attention_heads=32,
                          num_key_value_heads=8, vocab_size=128256, max_position_embeddings=8192, rope_theta=500000.0,
                          draft_vocab_size=32000),
+    "smollm2-135m": dict(hidden_size=576, intermediate_size=1536, num_hidden_layers=30, num_attention_heads=9,
+                         num_key_value_heads=3, vocab_size=49152, max_position_embeddings=8192, rope_theta=100000.0,
+                         draft_vocab_size=6144),
     "tiny": dict(hidden_size=128, intermediate_size=256, num_hidden_layers=4, num_attention_heads=4,
                  num_key_value_heads=2, vocab_size=1000, max_position_embeddings=2048, draft_vocab_size=500),
 }
 BANDWIDTH_GB_S = {"H200": 4800, "H100": 3350, "A100": 2039, "L40S": 864, "A10": 600, "L4": 300}  # HBM / GDDR peak
 
 
-def random_pair(shape: str, device: torch.device, dtype: torch.dtype) -> tuple[Target, Eagle3Head]:
+def random_pair(shape: str, device: torch.device, dtype: torch.dtype,
+                attention: str = "auto") -> tuple[Target, Eagle3Head]:
     fields = dict(SHAPES[shape])
     draft_vocab_size = fields.pop("draft_vocab_size")
     config = LlamaConfig(**fields, tie_word_embeddings=False)
@@ -47,7 +52,7 @@ def random_pair(shape: str, device: torch.device, dtype: torch.dtype) -> tuple[T
         model = LlamaForCausalLM(config)
     model = model.to_empty(device=device).to(dtype)
     model.model.rotary_emb = LlamaRotaryEmbedding(config).to(device)  # its buffers are computed, not loaded
-    target = Target(model.eval())
+    target = Target(model.eval(), attention=attention)
     head = Eagle3Head(Eagle3Config.for_target(config, draft_vocab_size), target.input_embeddings)
     head = head.to(device=device, dtype=dtype).eval()
     generator = torch.Generator(device).manual_seed(0)
@@ -114,7 +119,8 @@ def main(argv=None) -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--shape", default="llama-3.1-8b", choices=sorted(SHAPES))
     parser.add_argument("--device", default="auto")
-    parser.add_argument("--dtype", default="auto", help="auto: bfloat16 on CUDA, float32 on the CPU")
+    parser.add_argument("--dtype", default="auto", help="auto: bfloat16 where it is fast (CUDA, CPUs with AVX-512 BF16 or AMX), else float32")
+    parser.add_argument("--attention", default="auto", help="the target's attention (see eagle3.options)")
     parser.add_argument("--context", type=int, default=512, help="tokens in the cache before each timed step")
     parser.add_argument("--repeats", type=int, default=20)
     parser.add_argument("--bandwidth-gb-s", type=float, default=None, help="memory bandwidth (default: known GPUs)")
@@ -126,9 +132,10 @@ def main(argv=None) -> int:
     except ValueError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    target, head = random_pair(args.shape, device, dtype)
+    target, head = random_pair(args.shape, device, dtype, args.attention)
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
-    report = {"shape": args.shape, "device": name, "dtype": str(dtype).removeprefix("torch."), "context": args.context,
+    report = {"shape": args.shape, "device": name, "dtype": str(dtype).removeprefix("torch."),
+              "attention": target.config._attn_implementation, "context": args.context,
               **measure(target, head, args.context, args.repeats)}
     bandwidth = args.bandwidth_gb_s or next((v for k, v in BANDWIDTH_GB_S.items() if k in name), None)
     if bandwidth:

@@ -91,7 +91,7 @@ def main(argv=None) -> int:
     color = sys.stdout.isatty() and "NO_COLOR" not in os.environ
     pair = choose_pair(args)
     try:
-        target = load_target(args.target, args.device, pair.dtype, args.trust_remote_code)
+        target = load_target(args.target, args.device, pair.dtype, args.trust_remote_code, args.attention)
         shown, prompt = read_prompt(args, target.tokenizer, pair.chat_for(target.tokenizer))
         config = generation_config(args)
         uses_head = not args.plain and pair.drafter != "lookup"

@@ -16,16 +16,17 @@ from transformers.cache_utils import Cache, DynamicLayer
 class PreallocatedLayer(DynamicLayer):
     """One layer's keys and values; `keys` / `values` are views of the filled part."""
 
-    def __init__(self, capacity: int):
+    def __init__(self, capacity: int, dtype: torch.dtype | None = None):
         super().__init__()
         self.capacity = capacity
         self.length = 0
+        self.storage_dtype = dtype  # None: the states' own dtype
 
     def lazy_initialization(self, key_states: torch.Tensor, value_states: torch.Tensor) -> None:
-        self.dtype, self.device = key_states.dtype, key_states.device
+        self.dtype, self.device = self.storage_dtype or key_states.dtype, key_states.device
         batch, heads, _, head_dim = key_states.shape
-        self._keys = key_states.new_zeros(batch, heads, self.capacity, head_dim)
-        self._values = value_states.new_zeros(batch, heads, self.capacity, value_states.shape[-1])
+        self._keys = key_states.new_zeros(batch, heads, self.capacity, head_dim, dtype=self.dtype)
+        self._values = value_states.new_zeros(batch, heads, self.capacity, value_states.shape[-1], dtype=self.dtype)
         self._set_length(0)
         self.is_initialized = True
 
@@ -81,10 +82,11 @@ class PreallocatedLayer(DynamicLayer):
 
 
 class KVCache(Cache):
-    """A transformers Cache of `num_layers` preallocated layers holding up to `capacity` positions."""
+    """A transformers Cache of `num_layers` preallocated layers holding up to `capacity`
+    positions, stored in `dtype` (default: the model's; see eagle3.attention for float64)."""
 
-    def __init__(self, num_layers: int, capacity: int):
-        super().__init__(layers=[PreallocatedLayer(capacity) for _ in range(num_layers)])
+    def __init__(self, num_layers: int, capacity: int, dtype: torch.dtype | None = None):
+        super().__init__(layers=[PreallocatedLayer(capacity, dtype) for _ in range(num_layers)])
         self.capacity = capacity
 
     @property

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
 
+from eagle3.attention import NAME as INVARIANT_ATTENTION, cache_dtype, wants_invariant_attention
 from eagle3.gguf import dequantized, find_gguf
 from eagle3.kv_cache import KVCache
 from eagle3.masks import additive_mask, in_window, tree_allowed
@@ -43,8 +44,8 @@ def resolve_device(device: str | None) -> torch.device:
 def resolve_dtype(dtype: str | torch.dtype | None, device: torch.device) -> torch.dtype:
     if isinstance(dtype, torch.dtype):
         return dtype
-    if dtype in (None, "auto"):
-        return torch.bfloat16 if device.type == "cuda" else torch.float32
+    if dtype in (None, "auto"):  # on a CPU, exact in bfloat16 thanks to eagle3.attention
+        return torch.bfloat16 if bf16_supported(device) else torch.float32
     if dtype not in DTYPES:
         raise ValueError(f"dtype: '{dtype}' is not one of {', '.join(DTYPES)} or auto")
     return DTYPES[dtype]
@@ -85,13 +86,21 @@ class TargetOutput:
 class Target:
     """A Hugging Face causal LM plus what speculative decoding needs from it."""
 
-    def __init__(self, model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase | None = None):
+    def __init__(self, model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase | None = None,
+                 attention: str = "auto"):
+        """attention: the model's attention implementation; auto picks eagle3.attention's
+        batch-invariant one on a CPU in 16-bit floats (what keeps greedy decoding exact
+        there) and leaves the model's own elsewhere."""
         config = model.config
         if config.model_type not in SUPPORTED_FAMILIES:
             raise ValueError(
                 f"target: model_type '{config.model_type}' is not supported "
                 f"(supported families: {', '.join(SUPPORTED_FAMILIES)})"
             )
+        if attention == "auto" and wants_invariant_attention(model.device, model.dtype):
+            attention = INVARIANT_ATTENTION
+        if attention != "auto":
+            model.set_attn_implementation(attention)
         self.model = model.eval()
         self.tokenizer = tokenizer
         self.config = config
@@ -135,7 +144,7 @@ class Target:
             self._captured.append(args[0])
 
     def new_cache(self, capacity: int) -> KVCache:
-        return KVCache(self.num_layers, capacity)
+        return KVCache(self.num_layers, capacity, cache_dtype(self.model))
 
     @contextmanager
     def _capturing(self, enabled: bool):
@@ -222,6 +231,7 @@ def load_target(
     device: str | None = "auto",
     dtype: str | torch.dtype | None = "auto",
     trust_remote_code: bool = False,
+    attention: str = "auto",
 ) -> Target:
     """Load a Llama / Qwen2 / Qwen3 / Mistral causal LM and its tokenizer.
 
@@ -242,4 +252,4 @@ def load_target(
         model = AutoModelForCausalLM.from_pretrained(path, dtype=torch_dtype, trust_remote_code=trust_remote_code)
     except OSError as error:
         raise FileNotFoundError(f"target: cannot load '{path}': {error}") from error
-    return Target(model.to(torch_device), tokenizer)
+    return Target(model.to(torch_device), tokenizer, attention)

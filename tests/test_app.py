@@ -281,14 +281,19 @@ def test_real_browser(served):
         # Stop in the middle of a run, and at once type and send the next message: the stopped run
         # ends with its final update (the plain pane says it did not run), the new message is not
         # wiped by that update, and it runs next, to the end.
+        max_new = page.locator("#max-new input[type=number]")
+        max_new.fill("1024")  # a run long enough that Stop lands in the EAGLE-3 half however fast it decodes
+        max_new.press("Enter")
         page.locator("#prompt textarea").fill("class Stack:\n")
         page.locator("#send").click()
         page.wait_for_function(f"document.querySelectorAll('#spec-pane .tok').length > {tokens}", timeout=60_000,
                                polling=20)
-        page.evaluate("""window.sawStopped = false; new MutationObserver(() => {
-            window.sawStopped ||= document.querySelector('#summary').innerText.includes('stopped: EAGLE-3 wrote');
-        }).observe(document.body, { subtree: true, childList: true, characterData: true })""")
+        page.evaluate("""window.sawStopped = false; const summary = document.querySelector('#summary');
+            new MutationObserver(() => { window.sawStopped ||= summary.textContent.includes('stopped: EAGLE-3 wrote'); })
+                .observe(summary, { subtree: true, childList: true, characterData: true })""")
         page.locator("#stop").click()
+        max_new.fill("128")
+        max_new.press("Enter")
         page.locator("#prompt textarea").fill(PROMPT)
         page.locator("#send").click()
         page.locator("#summary").get_by_text("done.").wait_for(timeout=120_000)
