@@ -218,13 +218,18 @@ def speculative_decode(
         round_tree = adaptive.tree(tree) if adaptive else tree
         depth = min(round_tree.depth, run.remaining - 1)
         draft = DraftTree.root_only(next_tokens[-1:])  # with no room to draft: a plain step, and the run ends with it
-        if uses_head and depth > 0:
-            draft = draft_tree(head, draft_cache, features, next_tokens, round_tree, depth)
+        chain = []
         if copies:
             context.extend(run.output[len(context) - n:])
             chain = context.propose(min(lookup.tokens, run.remaining - 1))
-            if chain:
-                draft = hybrid_tree(draft, chain, hits.rate, round_tree.total_tokens - 1 if uses_head else len(chain))
+        # While the target accepts whole copy chains, the head sits the round out (its drafting
+        # would cost more than the nodes it adds); it catches up on the pairs next time it drafts.
+        head_drafts = uses_head and depth > 0 and not (chain and hits.streak)
+        if head_drafts:
+            draft = draft_tree(head, draft_cache, features, next_tokens, round_tree, depth)
+        if chain:
+            draft = hybrid_tree(draft, chain, hits.rate, round_tree.total_tokens - 1 if head_drafts else len(chain))
+        if copies:
             depth = int(draft.depths.max())
         draft_end = clock(device)
 
@@ -236,12 +241,15 @@ def speculative_decode(
 
         settled = settle(run, draft, out.logits[0], out.features[0] if uses_head else None)
         cache.keep(prefix, settled.kept)
-        features, next_tokens = settled.next_features, settled.next_tokens
+        if uses_head and not head_drafts and depth > 0:  # the head has not consumed its pairs: they wait
+            features, next_tokens = torch.cat([features, settled.next_features]), torch.cat([next_tokens, settled.next_tokens])
+        else:
+            features, next_tokens = settled.next_features, settled.next_tokens
         event = run.emit(settled.candidates, draft, settled.path, draft_end - start, verify_end - draft_end, verify_end,
                          depth)
-        if copies and draft.sources:
-            hits.observe(sum(draft.sources[node] in COPIED for node in settled.path),
-                         sum(source in COPIED for source in draft.sources))
+        if copies:
+            copied = [source in COPIED for source in draft.sources or ()]
+            hits.observe(sum(copied[node] for node in settled.path) if copied else 0, sum(copied))
         if adaptive:
             adaptive.observe(depth, len(settled.path), event.draft_s + event.verify_s + event.bookkeeping_s)
         yield event

@@ -9,7 +9,10 @@ ends the text and occurred before proposes the tokens that followed it: a copy c
 `hybrid_tree` puts a copy chain under the root of the head's draft tree: shared prefixes
 merge, and the node budget goes to the candidates with the best expected acceptance (the
 head's cumulative log probability; d * log(hit rate) for the chain's d-th token, the hit
-rate being the measured share of copied tokens the target accepted).
+rate being the measured share of copied tokens the target accepted). While the target
+accepts whole chains (`CopyHitRate.streak`), the decoder leaves the head out of the round:
+the chain alone is verified, and the head catches up on the skipped positions when it next
+drafts.
 """
 
 from __future__ import annotations
@@ -69,15 +72,18 @@ class ContextIndex:
 
 class CopyHitRate:
     """The share of copied tokens the target accepted, counting each chain's accepted prefix and
-    its first refusal (later tokens were never tested); starts at `prior` worth `weight` tokens."""
+    its first refusal (later tokens were never tested); starts at `prior` worth `weight` tokens.
+    `streak`: the last round copied two tokens or more and the target accepted them all."""
 
     def __init__(self, prior: float = 0.5, weight: float = 4.0):
         self.hits, self.tries = prior * weight, weight
+        self.streak = False
 
     def observe(self, accepted: int, proposed: int) -> None:
         if proposed:
             self.hits += accepted
             self.tries += min(proposed, accepted + 1)
+        self.streak = proposed >= 2 and accepted == proposed
 
     @property
     def rate(self) -> float:

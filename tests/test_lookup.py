@@ -6,7 +6,8 @@ import torch
 import eagle3.decode
 from eagle3 import GenerationConfig, SamplingConfig, TreeConfig, collect, speculative_decode
 from eagle3.lookup import ContextIndex, LookupConfig, hybrid_tree
-from eagle3.tree import DraftTree
+from eagle3.kv_cache import KVCache
+from eagle3.tree import DraftTree, draft_tree
 from tests.models import make_head, make_target
 from tests.test_greedy import random_prompts, reference
 from tests.test_sampling import VOCAB, chi_square_pvalue, exact_joint, sample_first_tokens
@@ -57,6 +58,37 @@ def test_greedy_copy_drafting_is_token_exact(drafter):
         assert collect(events).output_ids == reference(target, prompt, 30)
         copied += sum(t.source in ("copy", "both") for e in events for t in e.tokens if t.state.value == "accepted")
     assert copied > 0  # the copy path ran and was accepted
+
+
+def test_the_head_sits_out_rounds_that_copy_whole_chains():
+    """A prompt repeated three times: the target goes on repeating it, copies are accepted
+    whole, and the head leaves those rounds to the copy chain (the tree has no head nodes
+    although its budget would hold them); the output stays exact."""
+    target = make_target("llama", vocab_size=32, logit_scale=4.0)
+    head = make_head(target, draft_vocab_size=24)
+    copy_only = 0
+    for prompt in [p * 3 for p in random_prompts(4, target.vocab_size, seed=22)]:
+        events = list(speculative_decode(target, head, prompt, TreeConfig(4, 3, 16), GenerationConfig(40),
+                                         drafter="hybrid"))
+        assert collect(events).output_ids == reference(target, prompt, 40)
+        copy_only += sum(bool(e.tree and e.tree.sources) and set(e.tree.sources[1:]) == {"copy"} for e in events)
+    assert copy_only > 0
+
+
+def test_the_head_catches_up_on_pairs_it_skipped():
+    """Pairs consumed over two drafting calls give the tree that one call over all of them gives."""
+    target = make_target("llama", vocab_size=32)
+    head = make_head(target, draft_vocab_size=24)
+    generator = torch.Generator().manual_seed(4)
+    features = torch.randn(20, 3 * target.hidden_size, generator=generator)
+    tokens = torch.randint(0, target.vocab_size, (20,), generator=generator)
+    config = TreeConfig(3, 3, 10)
+    once = draft_tree(head, KVCache(1, 64), features, tokens, config)
+    cache = KVCache(1, 64)
+    draft_tree(head, cache, features[:12], tokens[:12], config)
+    twice = draft_tree(head, cache, features[12:], tokens[12:], config)
+    assert torch.equal(once.tokens, twice.tokens) and once.parents == twice.parents
+    torch.testing.assert_close(torch.tensor(once.scores), torch.tensor(twice.scores))
 
 
 @pytest.fixture(scope="module")
