@@ -24,7 +24,7 @@ def add_pair_options(parser: argparse.ArgumentParser, target_default: str | None
     parser.add_argument("--draft", default=draft_default, help="the EAGLE-3 head (default: the preset's for --target)")
     parser.add_argument("--device", default="auto", help="cpu, cuda, cuda:N or auto")
     parser.add_argument("--dtype", default=None, help="the target's dtype: float32, bfloat16, float16 or auto "
-                                                      "(default: the preset's, else bfloat16 where it is fast: CUDA, CPUs with AVX-512 BF16 or AMX; else float32)")
+                                                      "(default: the preset's, else bfloat16 on CUDA and CPUs with AMX, float32 elsewhere)")
     parser.add_argument("--attention", default="auto",
                         help="the target's attention: auto (eagle3.attention's batch-invariant one on a CPU in 16-bit "
                              "floats, which keeps greedy output exact; else the model's own), eagle3_invariant, sdpa or eager")

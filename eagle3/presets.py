@@ -20,7 +20,7 @@ class Preset:
     chat: bool  # wrap prompts in the target's chat template
     tree: TreeConfig
     note: str = ""
-    dtype: str = "auto"  # the target's dtype (auto: bfloat16 where it is fast, else float32)
+    dtype: str = "auto"  # the target's dtype (auto: bfloat16 on CUDA and CPUs with AMX, else float32)
     drafter: str = "eagle3"  # eagle3, lookup or hybrid (eagle3.lookup)
 
 

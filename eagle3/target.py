@@ -44,8 +44,8 @@ def resolve_device(device: str | None) -> torch.device:
 def resolve_dtype(dtype: str | torch.dtype | None, device: torch.device) -> torch.dtype:
     if isinstance(dtype, torch.dtype):
         return dtype
-    if dtype in (None, "auto"):  # on a CPU, exact in bfloat16 thanks to eagle3.attention
-        return torch.bfloat16 if bf16_supported(device) else torch.float32
+    if dtype in (None, "auto"):
+        return torch.bfloat16 if exact_bf16(device) else torch.float32
     if dtype not in DTYPES:
         raise ValueError(f"dtype: '{dtype}' is not one of {', '.join(DTYPES)} or auto")
     return DTYPES[dtype]
@@ -58,13 +58,24 @@ def bf16_supported(device: torch.device) -> bool:
     return torch.backends.cpu.get_cpu_capability() in ("AVX512", "AVX512_BF16", "AMX") and _cpu_has_bf16()
 
 
+def exact_bf16(device: torch.device) -> bool:
+    """Where `auto` runs the target in bfloat16: CUDA, and CPUs with AMX, where bfloat16 linear
+    layers give each row the same bits for one row or many (measured), so that with
+    eagle3.attention a verified tree computes what one-token steps do. Other CPUs keep float32."""
+    return bf16_supported(device) and (device.type == "cuda" or "amx_bf16" in _cpu_flags())
+
+
 def _cpu_has_bf16() -> bool:
+    flags = _cpu_flags()
+    return "avx512_bf16" in flags or "amx_bf16" in flags
+
+
+def _cpu_flags() -> str:
     try:
         with open("/proc/cpuinfo", encoding="utf-8") as f:
-            flags = f.read()
-        return "avx512_bf16" in flags or "amx_bf16" in flags
+            return f.read()
     except OSError:
-        return False
+        return ""
 
 
 def draft_dtype(dtype: str | torch.dtype | None, target_dtype: torch.dtype, device: torch.device) -> torch.dtype:
