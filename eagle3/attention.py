@@ -8,15 +8,15 @@ about 1e-5, which never flips an argmax in practice. In bfloat16 every layer rou
 output to 8 bits of mantissa, and a difference in the last bit grows into logit differences
 of 0.5 over 30 layers, enough to flip an argmax now and then.
 
-Measured on oneDNN (AVX-512 BF16 / AMX): bfloat16 linear layers already give each row the
-same bits whatever the number of rows. Attention does not: its sums over keys run in blocks
+Measured on oneDNN with AMX: bfloat16 linear layers already give each row the same bits
+whatever the number of rows. Attention does not: its sums over keys run in blocks
 and vector lanes, so their rounding depends on the number of queries, on how far the key
 axis runs past a query under the mask, and, in a tree, on where a node's ancestors sit
 among its siblings. This attention does the arithmetic in float64: bfloat16 products are
 exact there, sums of them in any order agree to about 1e-16, and the rounding back to
-bfloat16 (steps of about 4e-3) erases that, so the order of the sums stops mattering. Keys and values are stored in
-float64 by the cache (`cache_dtype`), converted once when written; the cost is a few
-percent of a forward on a 135M model (README).
+bfloat16 (steps of about 4e-3) erases that, so the order of the sums stops mattering. Keys
+and values are stored in float64 by the cache (`cache_dtype`), converted once when written;
+on the 135M default target this costs no more than transformers' `sdpa` (README).
 """
 
 from __future__ import annotations

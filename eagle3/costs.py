@@ -4,7 +4,8 @@
     python -m eagle3.costs --shape tiny --device cpu        # the same measurement, small
     python -m eagle3.costs --shape smollm2-135m --device cpu  # the app's default target
 
-Random weights (the timings do not depend on them), in bfloat16 on CUDA. After a prefill
+Random weights (the timings do not depend on them), in --dtype (auto: bfloat16 on CUDA and
+CPUs with AMX). After a prefill
 of --context tokens it times, as medians of --repeats: one plain decoding step, one draft
 level (top_k nodes through the head, from the difference between drafting 1 and `depth`
 levels), and one verification of 16 / 32 / 64 tokens. Plain decoding is memory bound: its

@@ -224,7 +224,8 @@ def speculative_decode(
             chain = context.propose(min(lookup.tokens, run.remaining - 1))
         # While the target accepts whole copy chains, the head sits the round out (its drafting
         # would cost more than the nodes it adds); it catches up on the pairs next time it drafts.
-        head_drafts = uses_head and depth > 0 and not (chain and hits.streak)
+        head_sits_out = uses_head and bool(chain) and hits.streak  # a chain implies room to draft
+        head_drafts = uses_head and depth > 0 and not head_sits_out
         if head_drafts:
             draft = draft_tree(head, draft_cache, features, next_tokens, round_tree, depth)
         if chain:
@@ -241,8 +242,9 @@ def speculative_decode(
 
         settled = settle(run, draft, out.logits[0], out.features[0] if uses_head else None)
         cache.keep(prefix, settled.kept)
-        if uses_head and not head_drafts and depth > 0:  # the head has not consumed its pairs: they wait
-            features, next_tokens = torch.cat([features, settled.next_features]), torch.cat([next_tokens, settled.next_tokens])
+        if head_sits_out:  # the head has not consumed its pairs: they wait for its next draft
+            features = torch.cat([features, settled.next_features])
+            next_tokens = torch.cat([next_tokens, settled.next_tokens])
         else:
             features, next_tokens = settled.next_features, settled.next_tokens
         event = run.emit(settled.candidates, draft, settled.path, draft_end - start, verify_end - draft_end, verify_end,

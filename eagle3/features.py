@@ -201,7 +201,8 @@ def parse_args(argv=None):
     parser.add_argument("--temperatures", default="0", help="of the regenerated replies, comma-separated: chunks of "
                                                             "records take them in turn (0: greedy)")
     parser.add_argument("--device", default="auto")
-    parser.add_argument("--dtype", default="auto", help="the target's dtype (auto: bfloat16 on CUDA and CPUs with AMX, else float32)")
+    parser.add_argument("--dtype", default="auto",
+                        help="the target's dtype (auto: bfloat16 on CUDA and CPUs with AMX, else float32)")
     parser.add_argument("--save-dtype", default=None, choices=sorted(DTYPES), help="dtype of the stored states")
     parser.add_argument("--seed", type=int, default=0)
     return parser.parse_args(argv)

@@ -23,11 +23,13 @@ def add_pair_options(parser: argparse.ArgumentParser, target_default: str | None
                         help=f"a target model directory, .gguf file or hub id ({target_note})")
     parser.add_argument("--draft", default=draft_default, help="the EAGLE-3 head (default: the preset's for --target)")
     parser.add_argument("--device", default="auto", help="cpu, cuda, cuda:N or auto")
-    parser.add_argument("--dtype", default=None, help="the target's dtype: float32, bfloat16, float16 or auto "
-                                                      "(default: the preset's, else bfloat16 on CUDA and CPUs with AMX, float32 elsewhere)")
+    parser.add_argument("--dtype", default=None,
+                        help="the target's dtype: float32, bfloat16, float16 or auto (default: the preset's, else "
+                             "bfloat16 on CUDA and CPUs with AMX, float32 elsewhere)")
     parser.add_argument("--attention", default="auto",
-                        help="the target's attention: auto (eagle3.attention's batch-invariant one on a CPU in 16-bit "
-                             "floats, which keeps greedy output exact; else the model's own), eagle3_invariant, sdpa or eager")
+                        help="the target's attention: auto (eagle3.attention's batch-invariant one on a CPU in "
+                             "16-bit floats, which keeps greedy output exact; else the model's own), "
+                             "eagle3_invariant, sdpa or eager")
     parser.add_argument("--trust-remote-code", action="store_true",
                         help="let targets run the Python code their hub repository ships (off: only transformers' own)")
     if head:

@@ -8,6 +8,7 @@ layers are (2, L // 2, L - 3), the EAGLE-3 reference choice.
 
 from __future__ import annotations
 
+import functools
 import os
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -70,6 +71,7 @@ def _cpu_has_bf16() -> bool:
     return "avx512_bf16" in flags or "amx_bf16" in flags
 
 
+@functools.cache
 def _cpu_flags() -> str:
     try:
         with open("/proc/cpuinfo", encoding="utf-8") as f:

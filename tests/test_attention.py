@@ -7,12 +7,12 @@ import torch
 from eagle3 import GenerationConfig, TreeConfig, collect, plain_decode, speculative_decode
 from eagle3.attention import NAME
 from eagle3.target import Target, exact_bf16
+from eagle3.tree import DraftTree
+from tests.models import make_head, make_target
 
 # bfloat16 linear layers give each row the same bits on AMX (measured); elsewhere `auto` keeps
 # float32 and these properties are not claimed.
 pytestmark = pytest.mark.skipif(not exact_bf16(torch.device("cpu")), reason="needs a CPU with AMX")
-from eagle3.tree import DraftTree
-from tests.models import make_head, make_target
 
 
 def bf16_target(attention: str = "auto", seed: int = 0) -> Target:
@@ -41,7 +41,8 @@ def tree_matches_steps(target: Target, seed: int) -> bool:
     """Whether verifying a random 17-node tree after a random prefix gives every node the
     logits of feeding its path one token at a time."""
     generator = torch.Generator().manual_seed(seed)
-    prefix = torch.randint(0, target.vocab_size, (1, int(torch.randint(5, 120, (), generator=generator))), generator=generator)
+    length = int(torch.randint(5, 120, (), generator=generator))
+    prefix = torch.randint(0, target.vocab_size, (1, length), generator=generator)
     tree = random_tree(17, target.vocab_size, generator)
     cache = target.new_cache(256)
     n = prefix.shape[1]
