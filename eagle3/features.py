@@ -82,35 +82,48 @@ def write_features(target: Target, examples: list[Example], out: str, shard_size
 
 
 class FeatureStore:
-    """Read access to a directory written by `write_features`, one example at a time."""
+    """Read access to one or more directories written by `write_features`, one example at a time.
 
-    def __init__(self, directory: str, target: Target | None = None):
-        path = os.path.join(directory, INDEX)
-        if not os.path.exists(path):
-            raise FileNotFoundError(f"features: no {INDEX} in {directory}; write it with python -m eagle3.features")
-        with open(path, encoding="utf-8") as f:
-            self.index = json.load(f)
-        self.directory = directory
-        missing = [s["file"] for s in self.index["shards"] if not os.path.exists(os.path.join(directory, s["file"]))]
-        if missing:
-            raise FileNotFoundError(f"features: {len(missing)} shards missing in {directory} (first {missing[0]}); "
-                                    "rerun python -m eagle3.features to complete them")
-        if target is not None and self.index["target"] != target_signature(target):
-            raise ValueError(f"features: written by a target with {self.index['target']}, "
+    Several directories read as one dataset, in the order given: the examples of the first,
+    then those of the second, and so on (e.g. a first run and the data added later).
+    """
+
+    def __init__(self, directories: str | list[str], target: Target | None = None):
+        directories = [directories] if isinstance(directories, str) else list(directories)
+        self.shards: list[dict] = []  # {"path", "start", "end"} with start / end over all directories
+        signatures = []
+        for directory in directories:
+            path = os.path.join(directory, INDEX)
+            if not os.path.exists(path):
+                raise FileNotFoundError(f"features: no {INDEX} in {directory}; write it with python -m eagle3.features")
+            with open(path, encoding="utf-8") as f:
+                index = json.load(f)
+            missing = [s["file"] for s in index["shards"] if not os.path.exists(os.path.join(directory, s["file"]))]
+            if missing:
+                raise FileNotFoundError(f"features: {len(missing)} shards missing in {directory} (first {missing[0]}); "
+                                        "rerun python -m eagle3.features to complete them")
+            if signatures and index["target"] != signatures[0]:
+                raise ValueError(f"features: {directory} was written by another target than {directories[0]}")
+            offset = self.shards[-1]["end"] if self.shards else 0
+            self.shards += [{"path": os.path.join(directory, s["file"]), "start": offset + s["start"],
+                             "end": offset + s["end"]} for s in index["shards"]]
+            signatures.append(index["target"])
+        if target is not None and signatures[0] != target_signature(target):
+            raise ValueError(f"features: written by a target with {signatures[0]}, "
                              f"but this target has {target_signature(target)}")
         self._shard = lru_cache(maxsize=4)(self._open)
 
     def __len__(self) -> int:
-        return self.index["examples"]
+        return self.shards[-1]["end"] if self.shards else 0
 
     def _open(self, number: int):
-        return safe_open(os.path.join(self.directory, self.index["shards"][number]["file"]), framework="pt")
+        return safe_open(self.shards[number]["path"], framework="pt")
 
     def _locate(self, i: int) -> tuple[object, int, int]:
-        number = next(n for n, s in enumerate(self.index["shards"]) if s["start"] <= i < s["end"])
+        number = next(n for n, s in enumerate(self.shards) if s["start"] <= i < s["end"])
         shard = self._shard(number)
         offsets = shard.get_slice("offsets")
-        local = i - self.index["shards"][number]["start"]
+        local = i - self.shards[number]["start"]
         start, end = (int(v) for v in offsets[local : local + 2])
         return shard, start, end
 

@@ -128,8 +128,9 @@ def parse_args(argv=None):
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--target", required=True, help="target model directory (or hub id where a network exists)")
     parser.add_argument("--data", default=None, help='JSONL: {"text"}, {"conversations"} or {"messages"} per line')
-    parser.add_argument("--features", default=None, help="read examples and target states written by eagle3.features "
-                                                         "instead of running the target on --data")
+    parser.add_argument("--features", nargs="+", default=None,
+                        help="read examples and target states written by eagle3.features instead of running the "
+                             "target on --data; several directories read as one dataset")
     parser.add_argument("--out", required=True, help="where the head is saved, in the published format")
     parser.add_argument("--work", default="runs/head", help="resumable state and CSV log")
     parser.add_argument("--init", default=None, help="start from this head (its weights and draft vocabulary) "

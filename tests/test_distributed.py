@@ -67,7 +67,10 @@ def test_loss_only_on_assistant_turns(chat_target):
 def test_features_are_sharded_resumable_and_hold_regenerated_replies(chat_target, features):
     target_dir, tokenizer, _ = chat_target
     store = FeatureStore(features)
-    assert len(store) == 10 and len(store.index["shards"]) == 3
+    assert len(store) == 10 and len(store.shards) == 3
+    both = FeatureStore([features, features])  # two directories read as one dataset, in order
+    assert len(both) == 20 and both.example(15) == store.example(5)
+    assert all(torch.equal(a, b) for a, b in zip(both.states(12), store.states(2)))
     replies = open(os.path.join(features, "regenerated.jsonl"), encoding="utf-8").read()
     assert "def is_prime" not in replies  # the written answers were replaced by the target's
     example = store.example(5)
