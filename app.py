@@ -132,16 +132,25 @@ class Models:
             raise gr.Error(f"model: {name!r} is not of the form 'TARGET | HEAD' (a path or hub id each)")
         return Preset(name, target, head, chat=False, tree=TreeConfig())
 
+    @property
+    def first(self) -> Preset:
+        return next(iter(self.presets.values()))
 
-transformers.utils.logging.disable_progress_bar()
-ARGS = parse_args(sys.argv[1:] if __name__ == "__main__" else [])
-if ARGS.target:
-    CUSTOM = Preset(f"Custom: {ARGS.target}", ARGS.target, ARGS.draft or "", chat=False, tree=TreeConfig())
-    PRESET_LIST = [CUSTOM, *PRESETS]
-else:
-    PRESET_LIST = PRESETS
-MODELS = Models(PRESET_LIST, ARGS.device, ARGS.dtype, ARGS.trust_remote_code, ARGS.allow_any_model, ARGS.attention)
-MODELS.get(PRESET_LIST[0].name)  # at import, as ZeroGPU wants; the embedded pair takes seconds
+
+def load_models(args: argparse.Namespace) -> Models:
+    """The model menu of a server started with these flags (--target first, then the presets),
+    its first pair loaded: before the first request, outside the GPU handler, as ZeroGPU wants."""
+    presets = PRESETS
+    if args.target:
+        presets = [Preset(f"Custom: {args.target}", args.target, args.draft or "", chat=False, tree=TreeConfig()),
+                   *PRESETS]
+    models = Models(presets, args.device, args.dtype, args.trust_remote_code, args.allow_any_model, args.attention)
+    models.get(presets[0].name)  # seconds for the embedded pair
+    return models
+
+
+# The server's model menu, which the handlers read: main() sets it (a test sets its own).
+MODELS: Models | None = None
 
 
 # ---------------------------------------------------------------------------- rendering
@@ -528,6 +537,8 @@ ZERO_GPU = spaces is not None and torch.cuda.is_available()
 RUNNER = MainThreadRunner(serving=__name__ == "__main__" and not ZERO_GPU)
 if ZERO_GPU:  # ZeroGPU runs the handler in a process of its own, with the GPU attached
     respond = spaces.GPU(duration=120)(respond)
+    # and wants the weights loaded, and moved to cuda, at import, in the main process
+    MODELS = load_models(parse_args(sys.argv[1:] if __name__ == "__main__" else []))
 
 
 def tree_html(trees: list[tuple[int, TreeView, list[int]]], index: int, tokenizer) -> str:
@@ -555,8 +566,9 @@ def empty_charts(depth: int) -> str:
     return chart_data(RunView("EAGLE-3"), RunView("plain"), depth)
 
 
-def build_demo() -> gr.Blocks:
-    first = PRESET_LIST[0]
+def build_demo(max_queue: int = 32) -> gr.Blocks:
+    """The page, for the model menu in MODELS."""
+    first = MODELS.first
     examples = example_prompts()
     with gr.Blocks(title="EAGLE-3, live") as demo:
         gr.Markdown("# EAGLE-3, live\nChat with a real model: each reply is decoded twice from the same "
@@ -592,7 +604,7 @@ def build_demo() -> gr.Blocks:
             tree_view = gr.HTML(render_tree(None, [], []), elem_id="tree")
         with gr.Accordion("Settings", open=True):
             with gr.Row():
-                preset = gr.Dropdown([p.name for p in PRESET_LIST], value=first.name, label="Target + head",
+                preset = gr.Dropdown(list(MODELS.presets), value=first.name, label="Target + head",
                                      elem_id="preset", scale=3, allow_custom_value=MODELS.allow_any,
                                      info="or type TARGET | HEAD (paths or hub ids)" if MODELS.allow_any else None)
                 greedy = gr.Button("Preset: greedy", size="sm")
@@ -644,7 +656,7 @@ def build_demo() -> gr.Blocks:
         preset.change(preset_changed, preset, [depth, top_k, total, drafter, preset_note])
         show_rejected.change(None, show_rejected, None,
                              js="(show) => { document.body.classList.toggle('hide-rejected', !show); }")
-    demo.queue(max_size=ARGS.max_queue, default_concurrency_limit=1)
+    demo.queue(max_size=max_queue, default_concurrency_limit=1)
     return demo
 
 
@@ -662,14 +674,20 @@ def read_asset(name: str) -> str:
         return f.read()
 
 
-def main() -> None:
+def main(argv=None) -> None:
+    """`python app.py`: parse the flags, load the first pair, serve."""
+    global MODELS
+    args = parse_args(argv)
+    transformers.utils.logging.disable_progress_bar()
+    if MODELS is None:  # (ZeroGPU loaded them at import)
+        MODELS = load_models(args)
     # Decoding threads that share their cores with a busy process (a browser) stall at every OpenMP barrier.
-    torch.set_num_threads(ARGS.threads or max(1, (os.cpu_count() or 1) - (ARGS.host in ("127.0.0.1", "localhost"))))
-    demo = build_demo()
+    torch.set_num_threads(args.threads or max(1, (os.cpu_count() or 1) - (args.host in ("127.0.0.1", "localhost"))))
+    demo = build_demo(args.max_queue)
     # quiet: gradio's own banner suggests share=True, which this app never does
-    demo.launch(server_name=ARGS.host, server_port=ARGS.port, share=False, css=read_asset("style.css"), theme=gr.themes.Soft(),
+    demo.launch(server_name=args.host, server_port=args.port, share=False, css=read_asset("style.css"), theme=gr.themes.Soft(),
                 prevent_thread_lock=True, quiet=True)
-    print(f"EAGLE-3, live: http://{ARGS.host}:{ARGS.port}/ (no public link; Ctrl+C stops it)", flush=True)
+    print(f"EAGLE-3, live: http://{args.host}:{args.port}/ (no public link; Ctrl+C stops it)", flush=True)
     if ZERO_GPU:
         demo.block_thread()
         return

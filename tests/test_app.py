@@ -14,6 +14,15 @@ from eagle3.events import Token, TreeView
 from eagle3.report import system_chromium
 from tests.load import free_port, headless_page, start_app
 
+
+@pytest.fixture(autouse=True, scope="module")
+def models():
+    """The model menu of `python app.py` with no flags, as main() loads it."""
+    app.MODELS = app.load_models(app.parse_args([]))
+    yield app.MODELS
+    app.MODELS = None
+
+
 PROMPT = 'def is_even(n):\n    """Return True if n is even."""\n'
 
 
@@ -64,7 +73,7 @@ def test_chart_data():
 
 def request(message=PROMPT, history=(), preset=None, depth=5, top_k=2, total_tokens=10, temperature=0.0, top_p=1.0,
             max_new_tokens=48, spec_chat=(), drafter="eagle3") -> app.ChatRequest:
-    return app.ChatRequest(message, list(spec_chat), [], list(history), preset or app.PRESET_LIST[0].name, depth, top_k,
+    return app.ChatRequest(message, list(spec_chat), [], list(history), preset or app.MODELS.first.name, depth, top_k,
                            total_tokens, temperature, top_p, max_new_tokens, drafter=drafter)
 
 
@@ -101,7 +110,7 @@ def test_the_hybrid_drafter_marks_copied_tokens_and_stays_lossless():
 
 def test_stop_ends_the_run_with_a_final_update():
     # Through the event's own function, as gradio calls it: positional inputs, a request, tuples out.
-    run = app.respond(PROMPT, [], [], [], app.PRESET_LIST[0].name, 5, 2, 10, 0.0, 1.0, 256, False, "eagle3",
+    run = app.respond(PROMPT, [], [], [], app.MODELS.first.name, 5, 2, 10, 0.0, 1.0, 256, False, "eagle3",
                       SimpleNamespace(session_hash="s1"))
     first = app.PageUpdate(*next(run))
     assert first.message == "" and "EAGLE-3" in first.summary  # the first update empties the prompt box
@@ -117,7 +126,7 @@ def test_stop_ends_the_run_with_a_final_update():
 
 
 def test_a_long_chat_drops_its_oldest_turns(monkeypatch):
-    name = app.PRESET_LIST[0].name
+    name = app.MODELS.first.name
     preset, target, _ = app.MODELS.get(name)
     assert preset.chat
     history = [("tell me about cats " * 30, "cats are nice " * 30), ("and dogs?", "dogs are loyal")]
@@ -131,7 +140,7 @@ def test_a_long_chat_drops_its_oldest_turns(monkeypatch):
 
 
 def test_bad_input_keeps_history():
-    name = app.PRESET_LIST[0].name
+    name = app.MODELS.first.name
     history = [("earlier", "answer")]
     for message, model, args in (("", name, (5, 2, 10, 0.0, 1.0, 16)), ("x", name, (5, 2, 1, 0.0, 1.0, 16)),
                                  ("x", name, (5, 8, 3, 0.0, 1.0, 16)), ("x", name, (5, 2, 10, -1.0, 1.0, 16)),
@@ -160,7 +169,7 @@ def test_model_choice_is_closed_unless_the_operator_opens_it(model_dirs):
 def test_device_error_is_reported_and_the_app_recovers(monkeypatch):
     import torch
 
-    name = app.PRESET_LIST[0].name
+    name = app.MODELS.first.name
     target = app.MODELS.get(name)[1]
     forward, calls = target.forward, []
 
@@ -198,7 +207,7 @@ def test_gradio_client_streams_and_cancels(served):
 
     _, url = served
     client = Client(url, verbose=False)
-    name = app.PRESET_LIST[0].name
+    name = app.MODELS.first.name
     job = client.submit(PROMPT, [], [], name, 5, 2, 10, 0.0, 1.0, 64, True, api_name="/generate")
     updates = list(job)
     assert len(updates) >= 2
