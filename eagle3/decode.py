@@ -1,7 +1,10 @@
-"""The decode loops: EAGLE-3 speculative decoding and the plain baseline.
+"""The decode loop: EAGLE-3 speculative decoding and the plain baseline, for one prompt or a batch.
 
-Both are generators of RoundEvent with the same stopping rules (EOS, max_new_tokens, the
-context limit), so whatever consumes one can consume the other.
+One loop (`decode_rows`) serves every case: speculative decoding with the head, context
+copies or both (`drafter`), and plain decoding, whose rounds verify the root alone. Each
+yields RoundEvents with the same stopping rules (EOS, max_new_tokens, the context limit),
+so whatever consumes one can consume the other; `speculative_decode` and `plain_decode`
+are its one-prompt views.
 
 Speculative round, with the target cache holding every position before the root:
     draft:   the head consumes the new (feature, next token) pairs and drafts a tree
@@ -26,7 +29,7 @@ from eagle3.lookup import COPIED, DRAFTERS, ContextIndex, CopyHitRate, LookupCon
 from eagle3.stats import tokens_per_round
 from eagle3.target import Target
 from eagle3.text import IncrementalDetokenizer
-from eagle3.tree import DraftTree, TreeConfig, draft_tree
+from eagle3.tree import DraftTree, TreeConfig, draft_trees
 
 MAX_NEW_TOKENS_LIMIT = 1_000_000
 
@@ -165,7 +168,197 @@ def settle(run: Run, draft: DraftTree, logits: torch.Tensor, features: torch.Ten
     return Settled(result.path, kept, next_features, next_tokens, candidates)
 
 
+@dataclass
+class Row:
+    """One sequence of a batch, between rounds."""
+
+    index: int  # its prompt's place in the caller's list
+    run: Run
+    length: int  # valid target cache positions: everything before the root
+    next_tokens: torch.Tensor  # [m] the token after each position the head has not consumed; the last is the root
+    features: torch.Tensor | None = None  # [m, 3H] the target's features at those positions
+    draft_length: int = 0  # valid draft cache positions
+    context: ContextIndex | None = None  # the copy drafter's index of the prompt and output
+    hits: CopyHitRate = field(default_factory=CopyHitRate)
+
+
+def stack_trees(drafts: list[DraftTree]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Trees of up to n nodes as tokens [B, n], depths [B, n] and ancestors [B, n, n]; a
+    smaller tree is padded with nodes that see only the prefix and themselves (their keys are
+    never kept and their logits never read)."""
+    n = max(len(d) for d in drafts)
+    if all(len(d) == n for d in drafts):
+        return (torch.stack([d.tokens for d in drafts]), torch.stack([d.depths for d in drafts]),
+                torch.stack([d.ancestors for d in drafts]))
+    device = drafts[0].tokens.device
+    tokens = torch.zeros(len(drafts), n, dtype=torch.long, device=device)
+    depths = torch.zeros(len(drafts), n, dtype=torch.long, device=device)
+    ancestors = torch.eye(n, dtype=torch.bool, device=device).repeat(len(drafts), 1, 1)
+    for row, draft in enumerate(drafts):
+        m = len(draft)
+        tokens[row, :m], depths[row, :m], ancestors[row, :m, :m] = draft.tokens, draft.depths, draft.ancestors
+    return tokens, depths, ancestors
+
+
+def ragged_allowed(lengths: torch.Tensor, written: int, own: torch.Tensor) -> torch.Tensor:
+    """[B, q, written + q] bool: each row's valid prefix [0, L_b), then `own` [B, q, q]
+    among the q new positions written at `written`."""
+    batch, q = own.shape[0], own.shape[1]
+    prefix = torch.arange(written, device=own.device)[None, None, :] < lengths[:, None, None]
+    return torch.cat([prefix.expand(batch, q, written), own], dim=2)
+
+
 @torch.inference_mode()
+def decode_rows(
+    target: Target,
+    head: Eagle3Head | None,
+    prompts: Sequence[str | Sequence[int]],
+    drafter: str | None,
+    tree: TreeConfig | None = None,
+    config: GenerationConfig | None = None,
+    adaptive: AdaptiveDepth | None = None,
+    lookup: LookupConfig | None = None,
+) -> Iterator[tuple[int, RoundEvent]]:
+    """The decode loop, for one prompt or several decoded together: (prompt index, event) for
+    every row of every round. Lossless per row: greedy output equals plain greedy decoding,
+    sampled output follows the target's (processed) distribution.
+
+    drafter: "eagle3" drafts with the head; "lookup" copies from the context (no head: see
+    eagle3.lookup); "hybrid" merges a copy chain into the head's tree; None drafts nothing
+    (plain decoding: each round verifies the root alone). With `adaptive` (one prompt), each
+    round's depth and node budget (at most tree.total_tokens) come from the policy.
+
+    The rows share one cache but keep their own lengths: row b's valid keys are [0, L_b), and
+    every forward writes its new keys at the shared offset W = max L_b, where the per-row mask
+    finds them. After a round, row b's accepted positions are packed right after L_b, so a
+    shorter row only leaves a masked gap. The rows draft in the same head forwards, are
+    verified in one target forward, and accept, stop and leave the batch on their own.
+    """
+    tree, config, lookup = tree or TreeConfig(), config or GenerationConfig(), lookup or LookupConfig()
+    if drafter is not None and drafter not in DRAFTERS:
+        raise ValueError(f"drafter: {drafter!r} is not one of {', '.join(DRAFTERS)}")
+    uses_head, copies = drafter in ("eagle3", "hybrid"), drafter in ("lookup", "hybrid")
+    if uses_head:
+        if head is None:
+            raise ValueError(f"drafter: {drafter} needs an EAGLE-3 head; use drafter lookup without one")
+        tree.validate(head.config.draft_vocab_size)
+    lookup.validate()
+    if adaptive is not None and len(prompts) != 1:
+        raise ValueError(f"adaptive depth: decodes one prompt at a time, not {len(prompts)}")
+    runs = [Run(target, prompt, config) for prompt in prompts]
+    device = target.device
+    longest = max(len(run.prompt_ids) + run.budget for run in runs)
+    max_depth = max(tree.depth, adaptive.max_depth if adaptive else 0)
+    nodes = max(tree.total_tokens if uses_head else 1, lookup.tokens + 1 if copies else 1)
+    cache = target.new_cache(longest + nodes)
+    # The draft cache also holds the tree's keys while drafting: top_k per level.
+    draft_cache = KVCache(1, longest + tree.top_k * max_depth) if uses_head else None
+
+    # Prefill: right-padded prompts, each row causal over its own tokens.
+    start = clock(device)
+    lengths = [len(run.prompt_ids) for run in runs]
+    width = max(lengths)
+    input_ids = torch.zeros(len(runs), width, dtype=torch.long, device=device)
+    for row, run in enumerate(runs):
+        input_ids[row, : lengths[row]] = torch.tensor(run.prompt_ids, device=device)
+    positions = torch.arange(width, device=device).expand(len(runs), width)
+    if min(lengths) == width:  # no padding (one prompt, always): the model's own causal mask, the last logits
+        out = target.forward(input_ids, positions, cache, logits_to_keep=1, capture=uses_head)
+        last_logits = out.logits[:, -1]
+    else:
+        causal = torch.ones(width, width, dtype=torch.bool, device=device).tril().expand(len(runs), width, width)
+        out = target.forward(input_ids, positions, cache, target.attention_mask(causal, positions, positions),
+                             capture=uses_head)
+        last_logits = out.logits[torch.arange(len(runs), device=device), torch.tensor(lengths, device=device) - 1]
+    verify_end = clock(device)
+    rows, events = [], []  # a round's events are yielded once its bookkeeping is done
+    for b, (run, n) in enumerate(zip(runs, lengths)):
+        root = run.pick(last_logits[b])
+        row = Row(b, run, n, next_tokens=input_ids.new_tensor([root]))
+        if uses_head:  # every prompt position is a pair for the head
+            row.features, row.next_tokens = out.features[b, :n], torch.cat([input_ids[b, 1:n], row.next_tokens])
+        if copies:
+            row.context = ContextIndex(run.prompt_ids, lookup)
+        rows.append(row)
+        events.append((b, run.emit([(root, TokenState.BONUS, None)], None, [], 0.0, verify_end - start, verify_end)))
+    cache.truncate(width)
+    rows = drop_finished(rows, events, cache, draft_cache)
+    yield from events
+
+    while rows:
+        start = clock(device)
+        round_tree = adaptive.tree(tree) if adaptive else tree
+        depth = max(0, min(round_tree.depth, max(row.run.remaining for row in rows) - 1)) if drafter else 0
+        chains = [[] for _ in rows]
+        if copies:
+            for b, row in enumerate(rows):
+                row.context.extend(row.run.output[len(row.context) - len(row.run.prompt_ids):])
+                chains[b] = row.context.propose(min(lookup.tokens, row.run.remaining - 1))
+        # While the target accepts whole copy chains, the head sits the round out (its drafting
+        # would cost more than the nodes it adds); it catches up on the pairs next time it drafts.
+        head_sits_out = uses_head and all(chain and row.hits.streak for chain, row in zip(chains, rows))
+        if uses_head and depth > 0 and not head_sits_out:
+            drafts = draft_trees(head, draft_cache, [row.draft_length for row in rows], [row.features for row in rows],
+                                 [row.next_tokens for row in rows], round_tree, depth)
+            for row in rows:
+                row.draft_length += len(row.next_tokens)  # the pairs consumed
+            budget = round_tree.total_tokens - 1
+        else:  # with no room to draft, a plain step; the run ends with it
+            drafts, budget = [DraftTree.root_only(row.next_tokens[-1:]) for row in rows], None
+        if copies:
+            drafts = [hybrid_tree(draft, chain, row.hits.rate, budget or len(chain)) if chain else draft
+                      for draft, chain, row in zip(drafts, chains, rows)]
+        draft_end = clock(device)
+
+        written, lengths = cache.length, torch.tensor([row.length for row in rows], device=device)
+        tokens, depths, ancestors = stack_trees(drafts)
+        positions = lengths[:, None] + depths
+        key_positions = torch.cat([torch.arange(written, device=device).expand(len(rows), written), positions], dim=1)
+        mask = target.attention_mask(ragged_allowed(lengths, written, ancestors), positions, key_positions)
+        out = target.forward(tokens, positions, cache, mask, capture=uses_head)
+        verify_end = clock(device)
+
+        settled = [settle(row.run, draft, out.logits[b, : len(draft)], out.features[b, : len(draft)] if uses_head else None)
+                   for b, (row, draft) in enumerate(zip(rows, drafts))]
+        cache.keep_rows([row.length for row in rows], written, [s.kept for s in settled])
+        events = []
+        for row, draft, chain, done in zip(rows, drafts, chains, settled):
+            row.length += done.kept.numel()
+            if head_sits_out:  # the head has not consumed its pairs: they wait for its next draft
+                row.features = torch.cat([row.features, done.next_features])
+                row.next_tokens = torch.cat([row.next_tokens, done.next_tokens])
+            else:
+                row.features, row.next_tokens = done.next_features, done.next_tokens
+            row_depth = int(draft.depths.max()) if copies else depth
+            event = row.run.emit(done.candidates, draft if drafter else None, done.path, draft_end - start,
+                                 verify_end - draft_end, verify_end, row_depth)
+            if copies:
+                copied = [source in COPIED for source in draft.sources or ()]
+                row.hits.observe(sum(copied[node] for node in done.path) if copied else 0, sum(copied))
+            if adaptive:
+                adaptive.observe(row_depth, len(done.path), event.draft_s + event.verify_s + event.bookkeeping_s)
+            events.append((row.index, event))
+        rows = drop_finished(rows, events, cache, draft_cache)
+        yield from events
+
+
+def drop_finished(rows: list[Row], events: list[tuple[int, RoundEvent]], cache: KVCache,
+                  draft_cache: KVCache | None) -> list[Row]:
+    """The rows still running, their cache rows selected."""
+    keep = [b for b, (_, event) in enumerate(events) if not event.finished]
+    if len(keep) == len(rows) or not keep:
+        return [rows[b] for b in keep]
+    rows = [rows[b] for b in keep]
+    selected = torch.tensor(keep, dtype=torch.long, device=rows[0].next_tokens.device)
+    # The shared length shrinks to the longest live row: a finished row may have kept drafts
+    # past its budget, which the cache's capacity does not allow for.
+    for kv, lengths in ((cache, [row.length for row in rows]), (draft_cache, [row.draft_length for row in rows])):
+        if kv is not None:
+            kv.select_rows(selected)
+            kv.truncate(max(lengths))
+    return rows
+
+
 def speculative_decode(
     target: Target,
     head: Eagle3Head | None,
@@ -176,108 +369,16 @@ def speculative_decode(
     drafter: str = "eagle3",
     lookup: LookupConfig | None = None,
 ) -> Iterator[RoundEvent]:
-    """Speculative decoding, one event per round. Lossless: greedy output equals plain greedy
-    decoding, sampled output follows the target's (processed) distribution.
-
-    drafter: "eagle3" drafts with the head; "lookup" copies from the context (no head: see
-    eagle3.lookup); "hybrid" merges a copy chain into the head's tree, verified in the same
-    forward. With `adaptive`, each round's depth (and node budget, at most
-    tree.total_tokens) comes from the policy."""
-    tree, config, lookup = tree or TreeConfig(), config or GenerationConfig(), lookup or LookupConfig()
-    if drafter not in DRAFTERS:
-        raise ValueError(f"drafter: {drafter!r} is not one of {', '.join(DRAFTERS)}")
-    uses_head, copies = drafter != "lookup", drafter != "eagle3"
-    if uses_head:
-        if head is None:
-            raise ValueError(f"drafter: {drafter} needs an EAGLE-3 head; use drafter lookup without one")
-        tree.validate(head.config.draft_vocab_size)
-    lookup.validate()
-    run = Run(target, prompt, config)
-    device, n = target.device, len(run.prompt_ids)
-    max_depth = max(tree.depth, adaptive.max_depth if adaptive else 0)
-    nodes = max(tree.total_tokens if uses_head else 1, lookup.tokens + 1 if copies else 1)
-    cache = target.new_cache(n + run.budget + nodes)
-    # The draft cache also holds the tree's keys while drafting: top_k per level.
-    draft_cache = KVCache(1, n + run.budget + tree.top_k * max_depth) if uses_head else None
-    context = ContextIndex(run.prompt_ids, lookup) if copies else None
-    hits = CopyHitRate()
-
-    start = clock(device)
-    prompt_ids = torch.tensor(run.prompt_ids, device=device)
-    out = target.forward(prompt_ids[None], torch.arange(n, device=device)[None], cache, logits_to_keep=1,
-                         capture=uses_head)
-    root = run.pick(out.logits[0, -1])
-    verify_end = clock(device)
-    event = run.emit([(root, TokenState.BONUS, None)], None, [], 0.0, verify_end - start, verify_end)
-    yield event
-    # Draft pairs not yet consumed: the target feature at each position and the token after it.
-    features, next_tokens = out.features[0] if uses_head else None, torch.cat([prompt_ids[1:], prompt_ids.new_tensor([root])])
-
-    while not event.finished:
-        start = clock(device)
-        round_tree = adaptive.tree(tree) if adaptive else tree
-        depth = min(round_tree.depth, run.remaining - 1)
-        draft = DraftTree.root_only(next_tokens[-1:])  # with no room to draft: a plain step, and the run ends with it
-        chain = []
-        if copies:
-            context.extend(run.output[len(context) - n:])
-            chain = context.propose(min(lookup.tokens, run.remaining - 1))
-        # While the target accepts whole copy chains, the head sits the round out (its drafting
-        # would cost more than the nodes it adds); it catches up on the pairs next time it drafts.
-        head_sits_out = uses_head and bool(chain) and hits.streak  # a chain implies room to draft
-        head_drafts = uses_head and depth > 0 and not head_sits_out
-        if head_drafts:
-            draft = draft_tree(head, draft_cache, features, next_tokens, round_tree, depth)
-        if chain:
-            draft = hybrid_tree(draft, chain, hits.rate, round_tree.total_tokens - 1 if head_drafts else len(chain))
-        if copies:
-            depth = int(draft.depths.max())
-        draft_end = clock(device)
-
-        prefix = cache.length
-        positions = prefix + draft.depths
-        mask = target.tree_mask(prefix, positions, draft.ancestors)
-        out = target.forward(draft.tokens[None], positions[None], cache, mask, capture=uses_head)
-        verify_end = clock(device)
-
-        settled = settle(run, draft, out.logits[0], out.features[0] if uses_head else None)
-        cache.keep(prefix, settled.kept)
-        if head_sits_out:  # the head has not consumed its pairs: they wait for its next draft
-            features = torch.cat([features, settled.next_features])
-            next_tokens = torch.cat([next_tokens, settled.next_tokens])
-        else:
-            features, next_tokens = settled.next_features, settled.next_tokens
-        event = run.emit(settled.candidates, draft, settled.path, draft_end - start, verify_end - draft_end, verify_end,
-                         depth)
-        if copies:
-            copied = [source in COPIED for source in draft.sources or ()]
-            hits.observe(sum(copied[node] for node in settled.path) if copied else 0, sum(copied))
-        if adaptive:
-            adaptive.observe(depth, len(settled.path), event.draft_s + event.verify_s + event.bookkeeping_s)
+    """Speculative decoding of one prompt, one event per round: decode_rows' one-row case."""
+    for _, event in decode_rows(target, head, [prompt], drafter, tree, config, adaptive, lookup):
         yield event
 
 
-@torch.inference_mode()
 def plain_decode(
     target: Target,
     prompt: str | Sequence[int],
     config: GenerationConfig | None = None,
 ) -> Iterator[RoundEvent]:
-    """The baseline: one target forward per token, same stopping rules and events."""
-    config = config or GenerationConfig()
-    run = Run(target, prompt, config)
-    device, n = target.device, len(run.prompt_ids)
-    cache = target.new_cache(n + run.budget)
-    input_ids = torch.tensor(run.prompt_ids, device=device)[None]
-    positions = torch.arange(n, device=device)[None]
-    while True:
-        start = clock(device)
-        out = target.forward(input_ids, positions, cache, logits_to_keep=1)
-        token = run.pick(out.logits[0, -1])
-        verify_end = clock(device)
-        event = run.emit([(token, TokenState.BONUS, None)], None, [], 0.0, verify_end - start, verify_end)
+    """The baseline: one target forward per token, same loop, stopping rules and events."""
+    for _, event in decode_rows(target, None, [prompt], None, config=config):
         yield event
-        if event.finished:
-            return
-        input_ids = input_ids.new_tensor([[token]])
-        positions = positions.new_tensor([[cache.length]])

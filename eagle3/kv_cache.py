@@ -62,13 +62,13 @@ class PreallocatedLayer(DynamicLayer):
             self._set_length(length)
 
     @torch.inference_mode()  # the buffers are inference tensors when filled under inference mode
-    def keep_rows(self, starts: list[int], source: int, offsets: list[torch.Tensor]) -> None:
-        """Per row b: keep positions source + offsets[b] (ascending), packed right after
-        starts[b]; the source is copied first, so overlapping ranges are safe."""
+    def keep_rows(self, starts: list[int], source: int, offsets: list[torch.Tensor], rows: list[int]) -> None:
+        """Per row b of `rows`: keep positions source + offsets[b] (ascending), packed right
+        after starts[b]; the source is copied first, so overlapping ranges are safe."""
         if not self.is_initialized:
             return
-        for row, (start, index) in enumerate(zip(starts, offsets)):
-            index = index + source
+        for row in rows:
+            start, index = starts[row], offsets[row] + source
             n = index.numel()
             self._keys[row, :, start : start + n] = self._keys[row, :, index]
             self._values[row, :, start : start + n] = self._values[row, :, index]
@@ -105,8 +105,12 @@ class KVCache(Cache):
     def keep_rows(self, starts: list[int], source: int, offsets: list[torch.Tensor]) -> None:
         """Ragged rows: row b keeps source + offsets[b] right after its own starts[b]; the
         shared length becomes the longest row's, shorter rows' tails being stale (masked)."""
+        # A row whose kept positions already sit where they belong (a plain step, a chain of
+        # first children) moves nothing: ascending offsets 0..n-1 written at its own start.
+        moved = [row for row, (start, index) in enumerate(zip(starts, offsets))
+                 if index.numel() and (start != source or int(index[-1]) != index.numel() - 1)]
         for layer in self.layers:
-            layer.keep_rows(starts, source, offsets)
+            layer.keep_rows(starts, source, offsets, moved)
         self.truncate(max(start + index.numel() for start, index in zip(starts, offsets)))
 
     def select_rows(self, rows: torch.Tensor) -> None:
