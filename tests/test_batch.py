@@ -86,7 +86,7 @@ def test_a_finished_row_that_kept_drafts_past_its_budget_frees_the_cache(embedde
         assert result.output_ids == collect(speculative_decode(target, head, prompt, tree, config)).output_ids
 
 
-def test_a_hybrid_batch_pads_trees_of_different_sizes_and_stays_exact():
+def test_copying_batches_pad_trees_of_different_sizes_and_stay_exact():
     """Rows copy from their own contexts, so their trees differ in size within a round: the
     loop pads them to one verify forward, and every row still equals its plain decoding."""
     from eagle3.adaptive import AdaptiveDepth
@@ -95,15 +95,16 @@ def test_a_hybrid_batch_pads_trees_of_different_sizes_and_stays_exact():
     target = make_target("llama", vocab_size=32, logit_scale=4.0)
     head = make_head(target, draft_vocab_size=24)
     prompts = random_prompts(3, target.vocab_size, seed=14)
-    prompts[0] = prompts[0] * 4  # a repeating context: long copy chains in this row only
-    events = list(stream_batch(target, head, prompts, TreeConfig(3, 2, 6), GenerationConfig(30),
-                               max_speculative_batch=None, drafter="hybrid"))
-    for row, prompt in enumerate(prompts):
-        assert collect([e for r, e in events if r == row]).output_ids == reference(target, prompt, 30)
-    sizes: dict[int, set[int]] = {}
-    for _, event in events:
-        if event.index > 0:
-            sizes.setdefault(event.index, set()).add(len(event.tree.tokens))
+    prompts[0] = prompts[0] * 4  # a repeating context: long copy chains in this row
+    sizes: dict[tuple[str, int], set[int]] = {}
+    for drafter in ("lookup", "hybrid"):
+        events = list(stream_batch(target, head, prompts, TreeConfig(3, 2, 6), GenerationConfig(30),
+                                   max_speculative_batch=None, drafter=drafter))
+        for row, prompt in enumerate(prompts):
+            assert collect([e for r, e in events if r == row]).output_ids == reference(target, prompt, 30)
+        for _, event in events:
+            if event.index > 0:
+                sizes.setdefault((drafter, event.index), set()).add(len(event.tree.tokens))
     assert any(len(s) > 1 for s in sizes.values())  # some round verified trees of different sizes together
     with pytest.raises(ValueError, match="adaptive depth: decodes one prompt at a time"):
         next(decode_rows(target, head, prompts, "eagle3", adaptive=AdaptiveDepth()))
