@@ -9,6 +9,7 @@ from collections.abc import Iterator, Sequence
 from eagle3.decode import GenerationConfig, decode_rows
 from eagle3.events import RoundEvent
 from eagle3.head import Eagle3Head
+from eagle3.lookup import LookupConfig
 from eagle3.stats import RunStats, collect
 from eagle3.target import Target
 from eagle3.tree import TreeConfig
@@ -36,6 +37,7 @@ def stream_batch(
     config: GenerationConfig | None = None,
     max_speculative_batch: int | None | str = "auto",
     drafter: str = "eagle3",
+    lookup: LookupConfig | None = None,
 ) -> Iterator[tuple[int, RoundEvent]]:
     """Decode all prompts together: (prompt index, event) for every row of every round, each
     row's events being what speculative_decode / plain_decode would yield for it alone.
@@ -47,4 +49,4 @@ def stream_batch(
         max_speculative_batch = AUTO_MAX_SPECULATIVE_BATCH.get(target.device.type)
     speculative = (head is not None or drafter == "lookup") and (
         max_speculative_batch is None or len(prompts) <= max_speculative_batch)
-    return decode_rows(target, head, prompts, drafter if speculative else None, tree, config)
+    return decode_rows(target, head, prompts, drafter if speculative else None, tree, config, lookup=lookup)

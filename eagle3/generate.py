@@ -2,9 +2,12 @@
 
     python -m eagle3.generate --prompt "What is a prime number?"      # the app's default pair, as a chat
     python -m eagle3.generate --target DIR --draft DIR --prompt TEXT --temperature 0.7 --seed 1
+    python -m eagle3.generate --prompt "What is a prime?" --prompt "Name three rivers."   # a batch
 
 A target that is one of the presets (by default SmolLM2-135M-Instruct in checkpoints/)
-brings its head, dtype, tree and chat mode as defaults; flags override them.
+brings its head, dtype, tree and chat mode as defaults; flags override them. Several
+--prompt flags decode together as one batch (eagle3.batch.stream_batch); each reply is
+printed, with its summary, when its row finishes.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import sys
 import transformers
 
 from eagle3.acceptance import TokenState
+from eagle3.batch import stream_batch
 from eagle3.checkpoint import load_head
 from eagle3.compiled import compile_decoding
 from eagle3.decode import plain_decode, speculative_decode
@@ -40,7 +44,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m eagle3.generate", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     source = parser.add_mutually_exclusive_group(required=True)
-    source.add_argument("--prompt", help="prompt text")
+    source.add_argument("--prompt", action="append",
+                        help="prompt text; several decode together as one batch")
     source.add_argument("--prompt-file", help="read the prompt from a UTF-8 text file")
     add_pair_options(parser)
     add_drafter_options(parser)
@@ -51,21 +56,21 @@ def parse_args(argv=None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def read_prompt(args: argparse.Namespace, tokenizer, chat: bool) -> tuple[str, str | list[int]]:
-    """The prompt as shown, and as decoded (a chat prompt's ids, rendered with the template)."""
+def read_prompts(args: argparse.Namespace, tokenizer, chat: bool) -> list[tuple[str, str | list[int]]]:
+    """Each prompt as shown, and as decoded (a chat prompt's ids, rendered with the template)."""
     if args.prompt_file is not None:
         try:
             with open(args.prompt_file, encoding="utf-8") as f:
-                prompt = f.read()
+                prompts = [f.read()]
         except UnicodeDecodeError as error:
             raise ValueError(f"prompt file: '{args.prompt_file}' is not UTF-8 text ({error.reason} at byte {error.start})") from error
         except OSError as error:
             raise FileNotFoundError(f"prompt file: cannot read '{args.prompt_file}' ({error.strerror})") from error
     else:
-        prompt = args.prompt
+        prompts = args.prompt
     if chat:
-        return chat_prompt(tokenizer, [], prompt), chat_ids(tokenizer, [], prompt)
-    return prompt, prompt
+        return [(chat_prompt(tokenizer, [], p), chat_ids(tokenizer, [], p)) for p in prompts]
+    return [(p, p) for p in prompts]
 
 
 def render(token, color: bool, show_rejected: bool) -> str:
@@ -92,7 +97,7 @@ def main(argv=None) -> int:
     pair = choose_pair(args)
     try:
         target = load_target(args.target, args.device, pair.dtype, args.trust_remote_code, args.attention)
-        shown, prompt = read_prompt(args, target.tokenizer, pair.chat_for(target.tokenizer))
+        prompts = read_prompts(args, target.tokenizer, pair.chat_for(target.tokenizer))
         config = generation_config(args)
         uses_head = not args.plain and pair.drafter != "lookup"
         if uses_head and pair.draft is None:
@@ -101,11 +106,21 @@ def main(argv=None) -> int:
         head = load_head(pair.draft, target, args.draft_dtype) if uses_head else None
         if args.compile:
             compile_decoding(target, head)
+        lookup = LookupConfig(tokens=args.lookup_tokens)
+        if len(prompts) > 1:  # a batch: each reply once its row finishes
+            replies = [[shown] for shown, _ in prompts]
+            batch = stream_batch(target, head, [p for _, p in prompts], pair.tree, config,
+                                 drafter=pair.drafter if not args.plain else "eagle3", lookup=lookup)
+            for row, event in batch:
+                replies[row] += [render(t, color, not args.hide_rejected) for t in event.tokens]
+                if event.finished:
+                    print(f"[{row + 1}] {''.join(replies[row])}\n[{row + 1}] {summary(event, args.plain)}", flush=True)
+            return 0
+        (shown, prompt), = prompts
         if args.plain:
             events = plain_decode(target, prompt, config)
         else:
-            events = speculative_decode(target, head, prompt, pair.tree, config, drafter=pair.drafter,
-                                        lookup=LookupConfig(tokens=args.lookup_tokens))
+            events = speculative_decode(target, head, prompt, pair.tree, config, drafter=pair.drafter, lookup=lookup)
         sys.stdout.write(shown)
         event = None
         for event in events:

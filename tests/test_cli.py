@@ -40,6 +40,18 @@ def test_cli_greedy_sampled_and_plain(model_dirs):
     assert sampled[0].stdout.rsplit("\n", 2)[0] == sampled[1].stdout.rsplit("\n", 2)[0]
 
 
+def test_cli_decodes_several_prompts_as_a_batch(model_dirs):
+    target, head = model_dirs
+    common = ["--target", target, "--draft", head, "--max-new-tokens", "16", "--device", "cpu"]
+    batch = cli(*common, "--prompt", "def add(a, b):", "--prompt", "class Stack:", "--depth", "3", "--top-k", "2",
+                "--total-tokens", "6")
+    assert batch.returncode == 0, batch.stderr
+    for row, prompt in ((1, "def add(a, b):"), (2, "class Stack:")):
+        alone = cli(*common, "--prompt", prompt, "--plain")
+        text = alone.stdout.rsplit("\n", 2)[0]  # the prompt and its greedy reply
+        assert f"[{row}] {text}\n[{row}] new tokens 16 | rounds" in batch.stdout
+
+
 def test_cli_reports_bad_input(model_dirs, tmp_path):
     target, head = model_dirs
     missing = cli("--target", str(tmp_path / "nope"), "--draft", head, "--prompt", "x")
