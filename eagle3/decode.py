@@ -200,14 +200,6 @@ def stack_trees(drafts: list[DraftTree]) -> tuple[torch.Tensor, torch.Tensor, to
     return tokens, depths, ancestors
 
 
-def ragged_allowed(lengths: torch.Tensor, written: int, own: torch.Tensor) -> torch.Tensor:
-    """[B, q, written + q] bool: each row's valid prefix [0, L_b), then `own` [B, q, q]
-    among the q new positions written at `written`."""
-    batch, q = own.shape[0], own.shape[1]
-    prefix = torch.arange(written, device=own.device)[None, None, :] < lengths[:, None, None]
-    return torch.cat([prefix.expand(batch, q, written), own], dim=2)
-
-
 @torch.inference_mode()
 def decode_rows(
     target: Target,
@@ -313,8 +305,7 @@ def decode_rows(
         written, lengths = cache.length, torch.tensor([row.length for row in rows], device=device)
         tokens, depths, ancestors = stack_trees(drafts)
         positions = lengths[:, None] + depths
-        key_positions = torch.cat([torch.arange(written, device=device).expand(len(rows), written), positions], dim=1)
-        mask = target.attention_mask(ragged_allowed(lengths, written, ancestors), positions, key_positions)
+        mask = target.rows_tree_mask(lengths, written, positions, ancestors)
         out = target.forward(tokens, positions, cache, mask, capture=uses_head)
         verify_end = clock(device)
 

@@ -12,9 +12,13 @@ def additive_mask(allowed: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     return mask[None, None] if allowed.dim() == 2 else mask[:, None]
 
 
-def tree_allowed(prefix_len: int, ancestors: torch.Tensor) -> torch.Tensor:
-    """[n, prefix_len + n] bool: tree nodes see the whole prefix, their ancestors and themselves."""
-    return torch.cat([ancestors.new_ones(ancestors.shape[0], prefix_len), ancestors], dim=1)
+def ragged_allowed(lengths: torch.Tensor, written: int, own: torch.Tensor) -> torch.Tensor:
+    """[B, q, written + q] bool: each row's valid prefix [0, L_b) of the `written` cached
+    positions, then `own` [B, q, q] among the q new positions written after them (a tree's
+    ancestors: each node sees its ancestors and itself)."""
+    batch, q = own.shape[0], own.shape[1]
+    prefix = torch.arange(written, device=own.device)[None, None, :] < lengths[:, None, None]
+    return torch.cat([prefix.expand(batch, q, written), own], dim=2)
 
 
 def in_window(query_positions: torch.Tensor, key_positions: torch.Tensor, window: int) -> torch.Tensor:

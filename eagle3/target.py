@@ -19,7 +19,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedModel, P
 from eagle3.attention import NAME as INVARIANT_ATTENTION, cache_dtype, wants_invariant_attention
 from eagle3.gguf import dequantized, find_gguf
 from eagle3.kv_cache import KVCache
-from eagle3.masks import additive_mask, in_window, tree_allowed
+from eagle3.masks import additive_mask, in_window, ragged_allowed
 
 SUPPORTED_FAMILIES = ("llama", "qwen2", "qwen3", "mistral")
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
@@ -224,8 +224,14 @@ class Target:
     def tree_mask(self, prefix_len: int, positions: torch.Tensor, ancestors: torch.Tensor):
         """The mask for verifying one tree (positions [n], ancestors [n, n], see DraftTree)
         on top of a prefix_len-long cache: [1, 1, n, prefix_len + n] or a dict of them."""
-        key_positions = torch.cat([torch.arange(prefix_len, device=positions.device), positions])
-        return self.attention_mask(tree_allowed(prefix_len, ancestors)[None], positions[None], key_positions[None])
+        return self.rows_tree_mask(positions.new_tensor([prefix_len]), prefix_len, positions[None], ancestors[None])
+
+    def rows_tree_mask(self, lengths: torch.Tensor, written: int, positions: torch.Tensor, ancestors: torch.Tensor):
+        """One tree per row (positions [B, n], ancestors [B, n, n]) written after the `written`
+        cached positions, of which row b's first lengths[b] are valid: [B, 1, n, written + n]."""
+        batch = positions.shape[0]
+        key_positions = torch.cat([torch.arange(written, device=positions.device).expand(batch, written), positions], 1)
+        return self.attention_mask(ragged_allowed(lengths, written, ancestors), positions, key_positions)
 
 
 def _eos_token_ids(model: PreTrainedModel, tokenizer) -> frozenset[int]:
