@@ -91,7 +91,7 @@ class FeatureStore:
     def __init__(self, directories: str | list[str], target: Target | None = None):
         directories = [directories] if isinstance(directories, str) else list(directories)
         self.shards: list[dict] = []  # {"path", "start", "end"} with start / end over all directories
-        signatures = []
+        signature = None  # the first directory's target; every other must match it
         for directory in directories:
             path = os.path.join(directory, INDEX)
             if not os.path.exists(path):
@@ -102,14 +102,14 @@ class FeatureStore:
             if missing:
                 raise FileNotFoundError(f"features: {len(missing)} shards missing in {directory} (first {missing[0]}); "
                                         "rerun python -m eagle3.features to complete them")
-            if signatures and index["target"] != signatures[0]:
+            if signature is not None and index["target"] != signature:
                 raise ValueError(f"features: {directory} was written by another target than {directories[0]}")
             offset = self.shards[-1]["end"] if self.shards else 0
             self.shards += [{"path": os.path.join(directory, s["file"]), "start": offset + s["start"],
                              "end": offset + s["end"]} for s in index["shards"]]
-            signatures.append(index["target"])
-        if target is not None and signatures[0] != target_signature(target):
-            raise ValueError(f"features: written by a target with {signatures[0]}, "
+            signature = signature or index["target"]
+        if target is not None and signature != target_signature(target):
+            raise ValueError(f"features: written by a target with {signature}, "
                              f"but this target has {target_signature(target)}")
         self._shard = lru_cache(maxsize=4)(self._open)
 
