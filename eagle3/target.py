@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
 
-from eagle3.attention import NAME as INVARIANT_ATTENTION, cache_dtype, wants_invariant_attention
+from eagle3.invariant import NAME as INVARIANT_ATTENTION, cache_dtype, make_row_invariant, wants_invariant_arithmetic
 from eagle3.gguf import dequantized, find_gguf
 from eagle3.kv_cache import KVCache
 from eagle3.masks import additive_mask, in_window, ragged_allowed
@@ -61,8 +61,9 @@ def bf16_supported(device: torch.device) -> bool:
 
 def exact_bf16(device: torch.device) -> bool:
     """Where `auto` runs the target in bfloat16: CUDA, and CPUs with AMX, where bfloat16 linear
-    layers give each row the same bits for one row or many (measured), so that with
-    eagle3.attention a verified tree computes what one-token steps do. Other CPUs keep float32."""
+    layers give each row the same bits for up to 32 rows (measured), so that with
+    eagle3.invariant a verified tree or a batch computes what one-token steps do. Other CPUs
+    keep float32."""
     return bf16_supported(device) and (device.type == "cuda" or "amx_bf16" in _cpu_flags())
 
 
@@ -101,19 +102,21 @@ class Target:
 
     def __init__(self, model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase | None = None,
                  attention: str = "auto"):
-        """attention: the model's attention implementation; auto picks eagle3.attention's
+        """attention: the model's attention implementation; auto picks eagle3.invariant's
         batch-invariant one on a CPU in 16-bit floats (what keeps greedy decoding exact
-        there) and leaves the model's own elsewhere."""
+        there, with its row-invariant linear layers) and leaves the model's own elsewhere."""
         config = model.config
         if config.model_type not in SUPPORTED_FAMILIES:
             raise ValueError(
                 f"target: model_type '{config.model_type}' is not supported "
                 f"(supported families: {', '.join(SUPPORTED_FAMILIES)})"
             )
-        if attention == "auto" and wants_invariant_attention(model.device, model.dtype):
+        if attention == "auto" and wants_invariant_arithmetic(model.device, model.dtype):
             attention = INVARIANT_ATTENTION
         if attention != "auto":
             model.set_attn_implementation(attention)
+        if attention == INVARIANT_ATTENTION:
+            make_row_invariant(model)
         self.model = model.eval()
         self.tokenizer = tokenizer
         self.config = config

@@ -1,0 +1,86 @@
+"""Batch-invariant arithmetic: what makes greedy decoding token-exact in bfloat16 on a CPU,
+for a verified tree and for rows decoded together.
+
+Verifying a tree runs n tokens through the target in one forward; plain decoding runs them
+one by one; a batch runs several rows' tokens together. Lossless greedy decoding needs each
+token's logits to equal, bit for bit, those of the one-token step of its own sequence. In
+float32 they agree to about 1e-5, which never flips an argmax in practice. In bfloat16 every
+layer rounds its output to 8 bits of mantissa, and a difference in the last bit grows into
+logit differences of 0.5 over 30 layers, enough to flip an argmax now and then.
+
+Two kernels depend on the shape of the call, measured with oneDNN on AMX:
+- Attention sums over keys in blocks and vector lanes, so its rounding depends on the number
+  of queries, on how far the key axis runs past a query under the mask, and, in a tree, on
+  where a node's ancestors sit among its siblings. `invariant_attention` does the arithmetic
+  in float64: bfloat16 products are exact there, sums of them in any order agree to about
+  1e-16, and the rounding back to bfloat16 (steps of about 4e-3) erases that. Keys and
+  values are stored in float64 by the cache (`cache_dtype`), converted once when written;
+  on the 135M default target this costs no more than transformers' `sdpa` (README).
+- Linear layers give each row the bits of a one-row product up to 32 rows per matrix
+  product; from 33 rows on oneDNN switches kernels and rows round differently (every
+  SmolLM2 shape, 1 and 2 threads). A 16-node tree stays under that, but a batch of trees or
+  a prompt does not, so `RowInvariantLinear` multiplies at most GEMM_ROWS rows at a time.
+  One-token steps and single trees are unchanged; a batch of 4 trees reads the weights
+  twice instead of once.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from transformers import AttentionInterface, AttentionMaskInterface
+from transformers.masking_utils import eager_mask
+
+NAME = "eagle3_invariant"
+GEMM_ROWS = 32  # the most rows oneDNN multiplies with one-row bits (above)
+
+
+def invariant_attention(module, query, key, value, attention_mask, scaling, dropout=0.0, **kwargs):
+    """query [B, H, q, D], key / value [B, H_kv, L, D], attention_mask additive [B, 1, q, L]
+    or None. Returns ([B, q, H, D], None), as transformers' attention functions do."""
+    b, heads, q, d = query.shape
+    dtype = query.dtype
+    kv_heads, length = key.shape[1], key.shape[2]
+    # Grouped-query attention without copies: the query heads of one key head become rows.
+    query = query.reshape(b, kv_heads, heads // kv_heads * q, d).double()
+    scores = torch.matmul(query, key.double().transpose(2, 3)) * scaling  # [B, H_kv, groups * q, L]
+    if attention_mask is not None:
+        scores = (scores.view(b, heads, q, length) + attention_mask[..., :length]).view_as(scores)
+    weights = torch.softmax(scores, dim=-1)
+    out = torch.matmul(weights, value.double()).view(b, heads, q, d)
+    return out.to(dtype).transpose(1, 2).contiguous(), None
+
+
+AttentionInterface.register(NAME, invariant_attention)
+AttentionMaskInterface.register(NAME, eager_mask)
+
+
+class RowInvariantLinear(torch.nn.Linear):
+    """nn.Linear that multiplies at most GEMM_ROWS rows per product, so each row gets the
+    bits it would get alone. `make_row_invariant` turns a model's linear layers into it."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        rows = x.reshape(-1, x.shape[-1])  # [M, in]
+        if rows.shape[0] <= GEMM_ROWS:
+            return super().forward(x)
+        out = torch.cat([F.linear(chunk, self.weight, self.bias) for chunk in rows.split(GEMM_ROWS)])
+        return out.view(*x.shape[:-1], out.shape[-1])
+
+
+def make_row_invariant(model: torch.nn.Module) -> None:
+    """Give every nn.Linear of the model the row-invariant forward, in place (same weights,
+    same state dict: only the class changes)."""
+    for module in model.modules():
+        if type(module) is torch.nn.Linear:
+            module.__class__ = RowInvariantLinear
+
+
+def cache_dtype(model) -> torch.dtype | None:
+    """float64 keys and values for a model with this attention (converted once, when
+    written, instead of the whole cache at every layer of every step); else None."""
+    return torch.float64 if model.config._attn_implementation == NAME else None
+
+
+def wants_invariant_arithmetic(device: torch.device, dtype: torch.dtype) -> bool:
+    """CPU targets in 16-bit floats. CUDA kernels are another matter (see the README)."""
+    return device.type == "cpu" and dtype in (torch.bfloat16, torch.float16)

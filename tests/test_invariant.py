@@ -1,0 +1,166 @@
+"""bfloat16 on a CPU: a tree verified in one forward gives each node, bit for bit, the logits
+of one-token steps along its path, and rows verified together get the logits of each row
+alone (eagle3.invariant), so greedy decoding stays exact, one prompt or a batch."""
+
+import pytest
+import torch
+
+from eagle3 import GenerationConfig, TreeConfig, collect, plain_decode, speculative_decode
+from eagle3.decode import decode_rows, stack_trees
+from eagle3.invariant import NAME, RowInvariantLinear
+from eagle3.target import Target, exact_bf16
+from eagle3.tree import DraftTree
+from tests.models import make_head, make_target
+
+# bfloat16 linear layers give each row the same bits on AMX up to 32 rows (measured); elsewhere
+# `auto` keeps float32 and these properties are not claimed.
+pytestmark = pytest.mark.skipif(not exact_bf16(torch.device("cpu")), reason="needs a CPU with AMX")
+
+
+def bf16_target(attention: str = "auto", seed: int = 0, **overrides) -> Target:
+    model = make_target("llama", vocab_size=64, seed=seed, logit_scale=4.0, **overrides).model.to(torch.bfloat16)
+    return Target(model, attention=attention)
+
+
+def stock_linears(target: Target) -> Target:
+    """The control: the target with oneDNN's own choice of kernel for every product."""
+    for module in target.model.modules():
+        if type(module) is RowInvariantLinear:
+            module.__class__ = torch.nn.Linear
+    return target
+
+
+def random_tree(size: int, vocab_size: int, generator: torch.Generator) -> DraftTree:
+    parents = [-1] + [int(torch.randint(0, node, (), generator=generator)) for node in range(1, size)]
+    depths = [0] * size
+    for node in range(1, size):
+        depths[node] = depths[parents[node]] + 1
+    tokens = torch.randint(0, vocab_size, (size,), generator=generator)
+    return DraftTree.build(tokens, torch.tensor(depths), parents, [-float(d) for d in depths])
+
+
+def path_to(tree: DraftTree, node: int) -> list[int]:
+    path = []
+    while node >= 0:
+        path.append(node)
+        node = tree.parents[node]
+    return path[::-1]
+
+
+def tree_matches_steps(target: Target, seed: int) -> bool:
+    """Whether verifying a random 17-node tree after a random prefix gives every node the
+    logits of feeding its path one token at a time."""
+    generator = torch.Generator().manual_seed(seed)
+    length = int(torch.randint(5, 120, (), generator=generator))
+    prefix = torch.randint(0, target.vocab_size, (1, length), generator=generator)
+    tree = random_tree(17, target.vocab_size, generator)
+    cache = target.new_cache(256)
+    n = prefix.shape[1]
+    target.forward(prefix, torch.arange(n)[None], cache)
+    positions = n + tree.depths
+    together = target.forward(tree.tokens[None], positions[None], cache,
+                              attention_mask=target.tree_mask(n, positions, tree.ancestors)).logits[0]
+    for node in range(len(tree)):
+        cache.truncate(n)
+        for step, along in enumerate(path_to(tree, node)):
+            logits = target.forward(tree.tokens[along].view(1, 1), torch.tensor([[n + step]]), cache).logits[0, -1]
+        if not torch.equal(logits, together[node]):
+            return False
+    return True
+
+
+def batch_matches_rows_alone(target: Target, seed: int, rows: int = 4) -> bool:
+    """Whether prefilling random prompts of different lengths together (right-padded) and
+    verifying a random 17-node tree per row in one forward gives each row, bit for bit, the
+    logits of its prompt prefilled and its tree verified alone."""
+    generator = torch.Generator().manual_seed(seed)
+    lengths = [int(torch.randint(5, 60, (), generator=generator)) for _ in range(rows)]
+    prompts = [torch.randint(0, target.vocab_size, (n,), generator=generator) for n in lengths]
+    trees = [random_tree(17, target.vocab_size, generator) for _ in range(rows)]
+    alone = []
+    for prompt, tree in zip(prompts, trees):
+        cache, n = target.new_cache(256), len(prompt)
+        target.forward(prompt[None], torch.arange(n)[None], cache)
+        positions = n + tree.depths
+        alone.append(target.forward(tree.tokens[None], positions[None], cache,
+                                    attention_mask=target.tree_mask(n, positions, tree.ancestors)).logits[0])
+    width = max(lengths)
+    input_ids = torch.zeros(rows, width, dtype=torch.long)
+    for row, prompt in enumerate(prompts):
+        input_ids[row, : len(prompt)] = prompt
+    cache, positions = target.new_cache(256), torch.arange(width).expand(rows, width)
+    causal = torch.ones(width, width, dtype=torch.bool).tril().expand(rows, width, width)
+    target.forward(input_ids, positions, cache, target.attention_mask(causal, positions, positions))
+    tokens, depths, ancestors = stack_trees(trees)
+    lengths = torch.tensor(lengths)
+    positions = lengths[:, None] + depths
+    together = target.forward(tokens, positions, cache, target.rows_tree_mask(lengths, width, positions, ancestors)).logits
+    return all(torch.equal(together[row], alone[row]) for row in range(rows))
+
+
+def test_bf16_cpu_targets_get_the_invariant_attention_and_linear_layers():
+    target = bf16_target()
+    assert target.model.config._attn_implementation == NAME
+    assert isinstance(target.model.lm_head, RowInvariantLinear)
+    assert all(isinstance(layer.mlp.down_proj, RowInvariantLinear) for layer in target.layers)
+    float32 = make_target("llama")  # keeps its own
+    assert float32.model.config._attn_implementation != NAME
+    assert type(float32.model.lm_head) is torch.nn.Linear
+
+
+def test_tree_verification_is_bitwise_one_token_steps():
+    target = bf16_target()
+    assert all(tree_matches_steps(target, seed) for seed in range(8))
+
+
+@pytest.mark.parametrize("attention", ["sdpa", "eager"])
+def test_stock_attention_is_not(attention):
+    """The control: transformers' own attentions differ in the last bits, which in bfloat16
+    is what flips greedy choices."""
+    target = bf16_target(attention)
+    assert not all(tree_matches_steps(target, seed) for seed in range(8))
+
+
+def test_bf16_greedy_speculative_equals_plain():
+    target = bf16_target()
+    head = make_head(target, draft_vocab_size=48).to(torch.bfloat16)
+    generator = torch.Generator().manual_seed(3)
+    config = GenerationConfig(max_new_tokens=48)
+    for _ in range(6):
+        prompt = torch.randint(0, target.vocab_size, (int(torch.randint(4, 40, (), generator=generator)),),
+                               generator=generator).tolist()
+        plain = collect(plain_decode(target, prompt, config)).output_ids
+        for drafter in ("eagle3", "hybrid"):
+            spec = collect(speculative_decode(target, head, prompt, TreeConfig(4, 4, 16), config, drafter=drafter))
+            assert spec.output_ids == plain
+
+
+# Widths where oneDNN's kernel for more than 32 rows rounds differently (those of SmolLM2).
+WIDE = dict(hidden_size=576, intermediate_size=1536, num_attention_heads=9, num_key_value_heads=3)
+
+
+def test_a_batch_gives_each_row_its_logits_alone():
+    target = bf16_target(**WIDE)
+    assert all(batch_matches_rows_alone(target, seed) for seed in range(4))
+
+
+def test_stock_linear_layers_do_not():
+    """The control: with oneDNN's own kernel choice, 4 trees of 17 nodes (68 rows) or a padded
+    prefill round some rows differently from the same rows alone."""
+    target = stock_linears(bf16_target(**WIDE))
+    assert not all(batch_matches_rows_alone(target, seed) for seed in range(4))
+
+
+def test_bf16_greedy_batches_equal_each_prompt_alone():
+    target = bf16_target(**WIDE)
+    head = make_head(target, draft_vocab_size=48).to(torch.bfloat16)
+    generator = torch.Generator().manual_seed(5)
+    prompts = [torch.randint(0, target.vocab_size, (int(torch.randint(4, 40, (), generator=generator)),),
+                             generator=generator).tolist() for _ in range(4)]
+    config = GenerationConfig(max_new_tokens=32)
+    alone = [collect(plain_decode(target, prompt, config)).output_ids for prompt in prompts]
+    for drafter in (None, "eagle3", "hybrid"):
+        outputs = {}
+        for row, event in decode_rows(target, head, prompts, drafter, TreeConfig(4, 4, 16), config):
+            outputs[row] = event.output_ids
+        assert [outputs[row] for row in range(len(prompts))] == alone, drafter
