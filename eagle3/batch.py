@@ -14,10 +14,11 @@ from eagle3.stats import RunStats, collect
 from eagle3.target import Target
 from eagle3.tree import TreeConfig
 
-# The largest batch that still drafts. On 2 CPU cores the embedded pair gains 1.79x at batch
-# 2, 1.33x at 4 and loses from 8 on (0.87x; README, `bench --batch-sizes`); GPUs keep
-# gaining far longer (the EAGLE-3 paper: 1.4x at batch 64).
-AUTO_MAX_SPECULATIVE_BATCH = {"cpu": 4, "cuda": 64}
+# The largest batch that still drafts. On 2 CPU cores the default pair (SmolLM2 + its head,
+# bfloat16) gains 1.27x at batch 2, 1.00x at 3 and 0.84x at 4, the stdlib pair 1.79x at 2
+# and 1.33x at 4 (README, `bench --batch-sizes`); GPUs keep gaining far longer (the EAGLE-3
+# paper: 1.4x at batch 64).
+AUTO_MAX_SPECULATIVE_BATCH = {"cpu": 3, "cuda": 64}
 
 
 def generate_batch(target: Target, head: Eagle3Head | None, prompts: Sequence[str | Sequence[int]], *args,
