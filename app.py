@@ -16,7 +16,7 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import closing
 from dataclasses import dataclass, field
 from itertools import accumulate
@@ -33,7 +33,8 @@ import transformers
 
 from eagle3 import GenerationConfig, SamplingConfig, TreeConfig, load_head, load_target
 from eagle3.adaptive import AdaptiveDepth
-from eagle3.decode import plain_decode, speculative_decode
+from eagle3.batch import AUTO_MAX_SPECULATIVE_BATCH
+from eagle3.decode import decode_rows, plain_decode, speculative_decode
 from eagle3.events import RoundEvent, Token, TreeView
 from eagle3.lookup import COPIED, DRAFTERS
 from eagle3.options import add_pair_options
@@ -45,6 +46,7 @@ from eagle3.stats import RunStats, tokens_per_round
 ROOT = os.path.dirname(os.path.abspath(__file__))
 MAX_NEW_TOKENS, MAX_PROMPT_CHARS = 1024, 16000  # enforced here, whatever the sliders say
 MAX_CONTEXT = 4096  # tokens of history + reply; older turns are dropped to stay within it
+MAX_BATCH = 8  # prompts decoded together by the batch panel
 UPDATES_PER_S = 15
 # A chat pane re-renders its whole message at each update, about 0.35 ms of the browser's
 # main thread per token shown (measured in headless chromium here): a long reply is sent
@@ -291,21 +293,57 @@ def replay_data(spec: RunView, plain: RunView) -> str:
     return json.dumps({"decoders": [{"name": v.name, "frames": v.frames} for v in (spec, plain)]})
 
 
-def summary_html(spec: RunView, plain: RunView | None, greedy: bool) -> str:
-    s = spec.stats
-    parts = [f"new tokens {s.new_tokens}", f"rounds {s.rounds}", f"tau {s.tau:.2f}", f"EAGLE-3 {s.tokens_per_s:.1f} tok/s"]
-    if plain is None or not plain.stats.finished:  # "done." only at the very end
+def pooled(views: list[RunView]) -> RunStats:
+    """A batch's rows as one run: all their tokens and rounds, over the batch's compute time
+    (the rows decode together, so the longest row's time is the batch's)."""
+    stats = RunStats()
+    for view in views:
+        stats.pool(view.stats)
+    stats.elapsed_s = max(view.stats.elapsed_s for view in views)
+    stats.finished = all(view.stats.finished for view in views)
+    return stats
+
+
+def summary_html(spec: list[RunView], plain: list[RunView], greedy: bool) -> str:
+    """The summary line of a chat reply (one row) or of a batch (one row per prompt)."""
+    s, p = pooled(spec), pooled(plain)
+    batch = [f"batch of {len(spec)}"] if len(spec) > 1 else []
+    parts = batch + [f"new tokens {s.new_tokens}", f"rounds {s.rounds}", f"tau {s.tau:.2f}",
+                     f"EAGLE-3 {s.tokens_per_s:.1f} tok/s"]
+    if not p.finished:  # "done." only at the very end
         return " | ".join(parts) + " | plain decoding…"
-    p = plain.stats
-    parts += [f"plain {p.tokens_per_s:.1f} tok/s", f"speedup {p.elapsed_s / s.elapsed_s * s.new_tokens / max(p.new_tokens, 1):.2f}x"]
+    parts += [f"plain {p.tokens_per_s:.1f} tok/s", f"speedup {s.tokens_per_s / max(p.tokens_per_s, 1e-9):.2f}x"]
     if greedy:
-        a, b = s.output_ids, p.output_ids
-        if a == b:
+        differs = [(row, first_difference(a.stats.output_ids, b.stats.output_ids))
+                   for row, (a, b) in enumerate(zip(spec, plain), 1)
+                   if a.stats.output_ids != b.stats.output_ids]
+        if not differs:
             parts.append('<span class="lossless">lossless: identical to plain decoding</span>')
         else:
-            first = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
-            parts.append(f'<span class="differs">outputs differ from token {first}</span>')
+            row, token = differs[0]
+            where = f"row {row}: " if batch else ""
+            parts.append(f'<span class="differs">{where}outputs differ from token {token}</span>')
     return " | ".join(parts) + " | done."
+
+
+def first_difference(a: list[int], b: list[int]) -> int:
+    return next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+
+
+def batch_rows_html(messages: list[str], spec: list[RunView], plain: list[RunView], greedy: bool) -> str:
+    """Each prompt of a batch with its EAGLE-3 reply, coloured by fate, and the row's own figures."""
+    rows = []
+    for row, (message, s, p) in enumerate(zip(messages, spec, plain), 1):
+        figures = f"{s.stats.new_tokens} tokens, tau {s.stats.tau:.2f}"
+        if p.stats.finished and greedy:
+            same = s.stats.output_ids == p.stats.output_ids
+            figures += (" | <span class=\"lossless\">identical to plain</span>" if same else
+                        f" | <span class=\"differs\">differs from token "
+                        f"{first_difference(s.stats.output_ids, p.stats.output_ids)}</span>")
+        rows.append(f'<div class="batch-row"><div class="batch-prompt"><b>{row}.</b> {html.escape(message)}'
+                    f'<span class="batch-figures">{figures}</span></div>'
+                    f'<div class="tokens batch-reply">{"".join(s.html)}</div></div>')
+    return "".join(rows)
 
 
 def legend_html() -> str:
@@ -330,13 +368,10 @@ def build_prompt(preset: Preset, tokenizer, message: str, history: list[tuple[st
 
 @dataclass
 class ChatRequest:
-    """One Generate click: the message as typed, the conversation so far and the settings.
-    The fields are the event's inputs, in this order."""
+    """One Generate (or "Decode as one batch") click: the message as typed, the settings and the
+    conversation so far. The events pass their inputs by these names (the API takes them too)."""
 
-    message: str
-    spec_chat: list
-    plain_chat: list
-    history: list  # (user message, EAGLE-3 reply) pairs
+    message: str  # a batch's prompts, one per line
     preset: str
     depth: int
     top_k: int
@@ -344,28 +379,44 @@ class ChatRequest:
     temperature: float
     top_p: float
     max_new_tokens: int
+    spec_chat: list = field(default_factory=list)
+    plain_chat: list = field(default_factory=list)
+    history: list = field(default_factory=list)  # (user message, EAGLE-3 reply) pairs
     adaptive: bool = False
     drafter: str = "eagle3"  # eagle3, lookup or hybrid (eagle3.lookup)
 
 
+class Update:
+    """What one streamed update changes on the page, by component name; None leaves a
+    component as it is. The fields are an event's outputs."""
+
+    def changes(self) -> dict[str, object]:
+        """The components this update sets, by name."""
+        return {f.name: value for f in dataclasses.fields(self) if (value := getattr(self, f.name)) is not None}
+
+
 @dataclass
-class PageUpdate:
-    """What one streamed update changes on the page; gr.skip() leaves a component as it is.
-    The fields are the event's outputs, in this order."""
+class PageUpdate(Update):
+    """The chat's update: its panes, charts, tree and summary."""
 
-    message: object = field(default_factory=gr.skip)
-    spec_chat: object = field(default_factory=gr.skip)
-    plain_chat: object = field(default_factory=gr.skip)
-    history: object = field(default_factory=gr.skip)
-    charts: object = field(default_factory=gr.skip)
-    tree: object = field(default_factory=gr.skip)
-    round_slider: object = field(default_factory=gr.skip)
-    summary: object = field(default_factory=gr.skip)
-    trees: object = field(default_factory=gr.skip)
-    replay: object = field(default_factory=gr.skip)
+    message: object = None
+    spec_chat: object = None
+    plain_chat: object = None
+    history: object = None
+    charts: object = None
+    tree: object = None
+    round_slider: object = None
+    summary: object = None
+    trees: object = None
+    replay: object = None
 
-    def values(self) -> tuple:
-        return tuple(getattr(self, f.name) for f in dataclasses.fields(self))
+
+@dataclass
+class BatchUpdate(Update):
+    """The batch panel's update."""
+
+    batch_summary: object = None
+    batch_rows: object = None
 
 
 @dataclass
@@ -374,18 +425,23 @@ class Decoding:
 
     target: object
     head: object
-    prompt: str | list[int]  # the chat-templated ids, or the message itself for a completion model
+    messages: list[str]  # as typed: one, or a batch's lines
+    prompts: list[str | list[int]]  # each message chat-templated (ids), or itself for a completion model
     tree: TreeConfig
     config: GenerationConfig
 
 
-def parse_request(request: ChatRequest) -> Decoding:
-    """The checked settings of one request, or a ValueError / gr.Error that names the problem."""
+def parse_request(request: ChatRequest, batch: bool = False) -> Decoding:
+    """The checked settings of one request, or a ValueError / gr.Error that names the problem.
+    A batch takes each line of the message as a prompt of its own, without the chat's history."""
     message = request.message
     if not message.strip():
         raise ValueError("prompt: empty; type something to continue")
     if len(message) > MAX_PROMPT_CHARS:
         raise ValueError(f"prompt: {len(message)} characters; this server accepts at most {MAX_PROMPT_CHARS}")
+    messages = [line for line in message.splitlines() if line.strip()] if batch else [message]
+    if len(messages) > MAX_BATCH:
+        raise ValueError(f"batch: {len(messages)} prompts; this server decodes at most {MAX_BATCH} together")
     if request.drafter not in DRAFTERS:
         raise ValueError(f"drafter: {request.drafter!r} is not one of {', '.join(DRAFTERS)}")
     preset, target, head = MODELS.get(request.preset)
@@ -396,11 +452,15 @@ def parse_request(request: ChatRequest) -> Decoding:
     config.validate()
     context = min(target.max_context, MAX_CONTEXT)
     budget = context - config.max_new_tokens
-    prompt, dropped = build_prompt(preset, target.tokenizer, message, request.history, budget)
+    history = [] if batch else request.history
+    prompts = []
+    for text in messages:
+        prompt, dropped = build_prompt(preset, target.tokenizer, text, history, budget)
+        prompts.append(prompt)
     if dropped:
         gr.Info(f"context: the {dropped} oldest turn(s) of this chat were left out to keep the prompt within "
                 f"{budget} tokens ({context} minus max new tokens)")
-    return Decoding(target, head, prompt, tree, config)
+    return Decoding(target, head, messages, prompts, tree, config)
 
 
 def update_interval(tokens: int) -> float:
@@ -446,6 +506,38 @@ def stop_run(request: gr.Request):
     STOPS.request(request.session_hash)
 
 
+def paced(decoders: list[tuple[Callable[[], Iterator], Callable]], stop: threading.Event,
+          shown: Callable[[], int]) -> Iterator[None]:
+    """Run the decoders one after the other, each event to its `add`; yield whenever the page
+    is due an update (sooner for short replies: update_interval of `shown()` tokens). Returns
+    early once `stop` is set."""
+    for make, add in decoders:
+        # closing(): a cancelled request (an API client's cancel) ends its decode at once
+        with closing(RUNNER.stream(make, 1 / UPDATES_PER_S)) as stream:
+            sent = 0.0
+            for events in stream:
+                for event in events:
+                    add(event)
+                if stop.is_set():
+                    return
+                if time.perf_counter() - sent >= update_interval(shown()):
+                    yield
+                    sent = time.perf_counter()
+
+
+def failure(error: Exception) -> str:
+    """The message for a run ended by bad input the checks missed, out of memory or a device error."""
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()  # this run's caches are gone with its frames; give their blocks back
+    message = f"generation stopped: {type(error).__name__}: {error}"
+    gr.Warning(message)
+    return message
+
+
+def stopped_message(views: list[RunView]) -> str:
+    return "stopped: " + ", ".join(f"{v.name} wrote {v.stats.new_tokens} tokens" for v in views)
+
+
 def chat(request: ChatRequest, session: str | None = None) -> Iterator[PageUpdate]:
     """Run EAGLE-3, then plain decoding, on the same prompt; stream both panes and the charts."""
     message = request.message or ""  # as typed: a code prompt's trailing newline or indent matters
@@ -479,7 +571,7 @@ def chat(request: ChatRequest, session: str | None = None) -> Iterator[PageUpdat
             page.summary = f'<span class="{"" if stop.is_set() else "differs"}">{html.escape(stopped)}</span>'
         else:
             greedy = run.config.sampling.greedy
-            page.summary = summary_html(spec, plain, greedy) if spec.stats.times else "EAGLE-3 decoding…"
+            page.summary = summary_html([spec], [plain], greedy) if spec.stats.times else "EAGLE-3 decoding…"
         if first:
             page.message, page.replay = "", ""
         if final:
@@ -490,55 +582,77 @@ def chat(request: ChatRequest, session: str | None = None) -> Iterator[PageUpdat
 
     stop = STOPS.start(session)
     try:
+        adaptive = AdaptiveDepth(1, max(run.tree.depth, 10)) if request.adaptive else None
+        prompt = run.prompts[0]
+        decoders = [(lambda: speculative_decode(run.target, run.head, prompt, run.tree, run.config, adaptive,
+                                                request.drafter), lambda event: spec.add(event, True)),
+                    (lambda: plain_decode(run.target, prompt, run.config), lambda event: plain.add(event, False))]
         try:
-            adaptive = AdaptiveDepth(1, max(run.tree.depth, 10)) if request.adaptive else None
-            for decoder, view, speculative in (
-                (lambda: speculative_decode(run.target, run.head, run.prompt, run.tree, run.config, adaptive,
-                                            request.drafter), spec, True),
-                (lambda: plain_decode(run.target, run.prompt, run.config), plain, False),
-            ):
-                # closing(): a cancelled request (an API client's cancel) ends its decode at once
-                with closing(RUNNER.stream(decoder, 1 / UPDATES_PER_S)) as stream:
-                    sent = 0.0
-                    for events in stream:
-                        for event in events:
-                            view.add(event, speculative)
-                        if stop.is_set():
-                            break
-                        if time.perf_counter() - sent >= update_interval(len(view.html)):
-                            yield update()
-                            sent = time.perf_counter()
-                if stop.is_set():
-                    stopped = "stopped: " + ", ".join(f"{v.name} wrote {v.stats.new_tokens} tokens"
-                                                      for v in (spec, plain))
-                    break
-        except (ValueError, RuntimeError, MemoryError) as error:  # bad input the checks missed, out of memory, a device error
-            if torch.cuda.is_available():
-                torch.cuda.empty_cache()  # this run's caches are gone with its frames; give their blocks back
-            stopped = f"generation stopped: {type(error).__name__}: {error}"
-            gr.Warning(stopped)
+            for _ in paced(decoders, stop, lambda: len(plain.html) or len(spec.html)):  # the pane being written
+                yield update()
+            if stop.is_set():
+                stopped = stopped_message([spec, plain])
+        except (ValueError, RuntimeError, MemoryError) as error:
+            stopped = failure(error)
         history.append((message, spec.stats.text))
         yield update(final=True)
     finally:  # after the last update has gone out (or the request was cancelled)
         STOPS.end(session, stop)
 
 
-def respond(message, spec_chat, plain_chat, history, preset, depth, top_k, total_tokens, temperature, top_p,
-            max_new_tokens, adaptive=False, drafter="eagle3", request: gr.Request = None):
-    """The Generate event (and the API's /generate): inputs in ChatRequest's order, updates in PageUpdate's."""
-    chat_request = ChatRequest(message, spec_chat, plain_chat, history, preset, depth, top_k, total_tokens, temperature,
-                               top_p, max_new_tokens, adaptive, drafter)
-    for page in chat(chat_request, getattr(request, "session_hash", None)):
-        yield page.values()
+def batch(request: ChatRequest, session: str | None = None) -> Iterator[BatchUpdate]:
+    """Decode the message's lines as one batch, speculatively and then plainly (every batch
+    drafts, however large: the point is to see where drafting stops paying off); stream the rows."""
+    try:
+        run = parse_request(request, batch=True)
+    except (ValueError, TypeError, gr.Error) as error:
+        gr.Warning(getattr(error, "message", None) or str(error))
+        yield BatchUpdate()
+        return
+    spec, plain = [RunView("EAGLE-3") for _ in run.prompts], [RunView("plain") for _ in run.prompts]
+    stopped = ""
+
+    def update() -> BatchUpdate:
+        greedy = run.config.sampling.greedy
+        summary = html.escape(stopped) if stopped else summary_html(spec, plain, greedy)
+        return BatchUpdate(batch_summary=summary, batch_rows=batch_rows_html(run.messages, spec, plain, greedy))
+
+    stop = STOPS.start(session)
+    try:
+        decoders = [(lambda: decode_rows(run.target, run.head, run.prompts, request.drafter, run.tree, run.config),
+                     lambda row_event: spec[row_event[0]].add(row_event[1], True)),
+                    (lambda: decode_rows(run.target, None, run.prompts, None, config=run.config),
+                     lambda row_event: plain[row_event[0]].add(row_event[1], False))]
+        try:
+            for _ in paced(decoders, stop, lambda: sum(len(view.html) for view in spec)):
+                yield update()
+            if stop.is_set():
+                stopped = stopped_message([RunView(v[0].name, pooled(v)) for v in (spec, plain)])
+        except (ValueError, RuntimeError, MemoryError) as error:
+            stopped = failure(error)
+        yield update()
+    finally:
+        STOPS.end(session, stop)
 
 
 ZERO_GPU = spaces is not None and torch.cuda.is_available()
 # Decoding runs on the main thread when this file is the program: see eagle3/runner.py for why.
 RUNNER = MainThreadRunner(serving=__name__ == "__main__" and not ZERO_GPU)
-if ZERO_GPU:  # ZeroGPU runs the handler in a process of its own, with the GPU attached
-    respond = spaces.GPU(duration=120)(respond)
+if ZERO_GPU:  # ZeroGPU runs the decoding in a process of its own, with the GPU attached
+    chat, batch = spaces.GPU(duration=120)(chat), spaces.GPU(duration=120)(batch)
     # and wants the weights loaded, and moved to cuda, at import, in the main process
     MODELS = load_models(parse_args(sys.argv[1:] if __name__ == "__main__" else []))
+
+
+def page_event(run: Callable[[ChatRequest, str | None], Iterator[Update]], outputs: dict) -> Callable:
+    """The Gradio event function (and API endpoint) of `run`, chat or batch: a ChatRequest's
+    fields in, by name; out, for each update, the components it changes."""
+
+    def respond(request: gr.Request, **fields) -> Iterator[dict]:
+        for update in run(ChatRequest(**fields), request.session_hash):
+            yield {outputs[name]: value for name, value in update.changes().items()}
+
+    return respond
 
 
 def tree_html(trees: list[tuple[int, TreeView, list[int]]], index: int, tokenizer) -> str:
@@ -569,6 +683,7 @@ def empty_charts(depth: int) -> str:
 def build_demo(max_queue: int = 32) -> gr.Blocks:
     """The page, for the model menu in MODELS."""
     first = MODELS.first
+    device = MODELS.get(first.name)[1].device.type
     examples = example_prompts()
     with gr.Blocks(title="EAGLE-3, live") as demo:
         gr.Markdown("# EAGLE-3, live\nChat with a real model: each reply is decoded twice from the same "
@@ -624,23 +739,42 @@ def build_demo(max_queue: int = 32) -> gr.Blocks:
                 top_p = gr.Slider(0.05, 1, value=1, step=0.05, label="Top-p")
                 max_new = gr.Slider(1, MAX_NEW_TOKENS, value=128, step=1, label="Max new tokens", elem_id="max-new")
             preset_note = gr.Markdown(first.note)
+        with gr.Accordion("Batch: several prompts decoded together", open=False, elem_id="batch"):
+            gr.Markdown(
+                "Each line is a prompt of its own (no chat history). EAGLE-3 decodes them as one batch that shares "
+                "one cache and one verify forward per round, with the settings above; then plain decoding decodes "
+                "the same batch. A larger batch leaves the device less idle time for the draft tree to fill, so "
+                "the speedup shrinks: here every batch drafts, while the library's `eagle3.batch` falls back to "
+                f"plain decoding beyond {AUTO_MAX_SPECULATIVE_BATCH.get(device, 'any number of')} prompts on "
+                f"this device ({device}).")
+            batch_prompts = gr.Textbox("\n".join(examples[:4]), label=f"Prompts, one per line (at most {MAX_BATCH})",
+                                       lines=4, elem_id="batch-prompts")
+            batch_send = gr.Button("Decode as one batch", elem_id="batch-send")
+            batch_summary = gr.HTML("", elem_id="batch-summary")
+            batch_rows = gr.HTML("", elem_id="batch-rows", elem_classes="tokens")
 
-        # The components by the names of ChatRequest's and PageUpdate's fields: their order is the events'
+        # The components by the names of ChatRequest's and PageUpdate's fields
         page = dict(message=message, spec_chat=spec_chat, plain_chat=plain_chat, history=history, preset=preset,
                     depth=depth, top_k=top_k, total_tokens=total, temperature=temperature, top_p=top_p,
-                    max_new_tokens=max_new, adaptive=adaptive, drafter=drafter, charts=charts, tree=tree_view, round_slider=round_slider,
-                    summary=summary, trees=trees, replay=replay)
-        inputs = [page[f.name] for f in dataclasses.fields(ChatRequest)]
-        outputs = [page[f.name] for f in dataclasses.fields(PageUpdate)]
+                    max_new_tokens=max_new, adaptive=adaptive, drafter=drafter, charts=charts, tree=tree_view,
+                    round_slider=round_slider, summary=summary, trees=trees, replay=replay)
+        inputs = {f.name: page[f.name] for f in dataclasses.fields(ChatRequest)}
+        outputs = {f.name: page[f.name] for f in dataclasses.fields(PageUpdate)}
+
+        batch_inputs = dict(inputs, message=batch_prompts)
+        batch_outputs = dict(batch_summary=batch_summary, batch_rows=batch_rows)
         # always_last: a Generate clicked while a run is still ending (just after Stop) runs next, not never
-        run_events = [send.click(respond, inputs, outputs, concurrency_id="device", api_name="generate",
-                                 trigger_mode="always_last"),
-                      message.submit(respond, inputs, outputs, concurrency_id="device", api_name=False,
-                                     trigger_mode="always_last")]
-        cleared = [spec_chat, plain_chat, history, summary, tree_view, trees, charts, replay]
+        run_events = [send.click(page_event(chat, outputs), inputs_kwargs=inputs, outputs=list(outputs.values()),
+                                 concurrency_id="device", api_name="generate", trigger_mode="always_last"),
+                      message.submit(page_event(chat, outputs), inputs_kwargs=inputs, outputs=list(outputs.values()),
+                                     concurrency_id="device", api_name=False, trigger_mode="always_last"),
+                      batch_send.click(page_event(batch, batch_outputs), inputs_kwargs=batch_inputs,
+                                       outputs=list(batch_outputs.values()), concurrency_id="device",
+                                       api_name="generate_batch", trigger_mode="always_last")]
+        cleared = [spec_chat, plain_chat, history, summary, tree_view, trees, charts, replay, batch_summary, batch_rows]
 
         def empty_page(depth):
-            return [], [], [], "", render_tree(None, [], []), [], empty_charts(int(depth)), ""
+            return [], [], [], "", render_tree(None, [], []), [], empty_charts(int(depth)), "", "", ""
 
         if ZERO_GPU:  # the run is in a process of its own, out of reach of a flag: cancel it
             stop.click(None, None, None, cancels=run_events)

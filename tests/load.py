@@ -87,8 +87,8 @@ def start_app(port: int, log, max_queue: int = 32) -> subprocess.Popen:
 
 def request(client, prompt: str, max_new_tokens: int) -> str:
     """One generation through the app's API; the summary line it ends with."""
-    result = client.predict(prompt, [], [], STDLIB.name, 5, 3, 16, 0.0, 1.0, max_new_tokens, False,
-                            api_name="/generate")
+    result = client.predict(message=prompt, preset=STDLIB.name, depth=5, top_k=3, total_tokens=16,
+                            max_new_tokens=max_new_tokens, api_name="/generate")
     return result[-2]  # the summary (the replay data follows it)
 
 

@@ -1,5 +1,6 @@
 """The Gradio app: rendering, a streamed run over gradio_client, and a real browser."""
 
+import dataclasses
 import html
 import json
 import re
@@ -73,8 +74,8 @@ def test_chart_data():
 
 def request(message=PROMPT, history=(), preset=None, depth=5, top_k=2, total_tokens=10, temperature=0.0, top_p=1.0,
             max_new_tokens=48, spec_chat=(), drafter="eagle3") -> app.ChatRequest:
-    return app.ChatRequest(message, list(spec_chat), [], list(history), preset or app.MODELS.first.name, depth, top_k,
-                           total_tokens, temperature, top_p, max_new_tokens, drafter=drafter)
+    return app.ChatRequest(message, preset or app.MODELS.first.name, depth, top_k, total_tokens, temperature, top_p,
+                           max_new_tokens, spec_chat=list(spec_chat), history=list(history), drafter=drafter)
 
 
 def test_respond_streams_and_checks_losslessness():
@@ -108,15 +109,45 @@ def test_the_hybrid_drafter_marks_copied_tokens_and_stays_lossless():
     assert json.loads(final.charts)["sources"].get("copy", 0) + json.loads(final.charts)["sources"].get("both", 0) > 0
 
 
+def test_the_generate_event_takes_named_fields_and_sends_only_what_changes():
+    demo = app.build_demo()
+    event = next(fn for fn in demo.fns.values() if fn.api_name == "generate")
+    names = {f.name for f in dataclasses.fields(app.ChatRequest)}
+    assert set(event.input_keyword_names) == names  # by name, not by position
+    fields = dataclasses.asdict(request(max_new_tokens=8))
+    updates = list(event.fn(SimpleNamespace(session_hash="s0"), **fields))
+    outputs = dict(zip([f.name for f in dataclasses.fields(app.PageUpdate)], event.outputs))
+    by_component = {component: name for name, component in outputs.items()}
+    sent = [{by_component[component] for component in update} for update in updates]
+    assert "message" in sent[0] and not any("message" in names for names in sent[1:])  # only what changes is sent
+    final = {by_component[component]: value for component, value in updates[-1].items()}
+    assert "lossless: identical to plain decoding" in final["summary"] and final["history"][-1][0] == PROMPT
+
+
+def test_a_batch_streams_its_rows_and_each_row_is_its_prompt_decoded_alone():
+    prompts = ["What is a prime number?", "Name three rivers.", "What is 7 times 8?"]
+    updates = list(app.batch(request("\n".join(prompts) + "\n\n", max_new_tokens=24, drafter="hybrid")))
+    assert len(updates) >= 2 and "plain decoding…" in updates[-2].batch_summary
+    final = updates[-1]
+    assert final.batch_summary.startswith("batch of 3 | ") and "lossless: identical to plain decoding" in final.batch_summary
+    rows = re.findall(r'<div class="tokens batch-reply">(.*?)</div></div>', final.batch_rows, flags=re.S)
+    assert len(rows) == 3 and final.batch_rows.count("identical to plain") == 3
+    strip = lambda s: html.unescape(re.sub(r"<[^>]+>", "", re.sub(r'<span class="tok rejected[^>]*>.*?</span>', "", s,
+                                                                    flags=re.S)))  # noqa: E731
+    for prompt, row in zip(prompts, rows):
+        *_, alone = app.chat(request(prompt, max_new_tokens=24))
+        assert alone.history[-1][1] == strip(row)  # the batch row is what the chat answers to the prompt alone
+    too_many = list(app.batch(request("\n".join(["hi"] * (app.MAX_BATCH + 1)))))
+    assert len(too_many) == 1 and too_many[0].changes() == {}  # a message on the page; nothing changes
+
+
 def test_stop_ends_the_run_with_a_final_update():
-    # Through the event's own function, as gradio calls it: positional inputs, a request, tuples out.
-    run = app.respond(PROMPT, [], [], [], app.MODELS.first.name, 5, 2, 10, 0.0, 1.0, 256, False, "eagle3",
-                      SimpleNamespace(session_hash="s1"))
-    first = app.PageUpdate(*next(run))
+    run = app.chat(request(max_new_tokens=256), "s1")
+    first = next(run)
     assert first.message == "" and "EAGLE-3" in first.summary  # the first update empties the prompt box
     app.STOPS.request("s1", wait_s=0)  # as the Stop button does, without waiting for the end
-    *middle, final = [app.PageUpdate(*values) for values in run]
-    assert middle == [] and final.message != ""  # no update after the stop but the final one: the prompt box stays
+    *middle, final = run
+    assert middle == [] and final.message is None  # no update after the stop but the final one: the prompt box stays
     assert re.fullmatch(r'<span class="">stopped: EAGLE-3 wrote \d+ tokens, plain wrote 0 tokens</span>', final.summary)
     assert final.spec_chat[-1]["content"] and final.plain_chat[-1]["content"] == "<em>(plain decoding did not run)</em>"
     assert final.history[-1][0] == PROMPT and final.history[-1][1]  # the partial reply joins the chat
@@ -132,9 +163,9 @@ def test_a_long_chat_drops_its_oldest_turns(monkeypatch):
     history = [("tell me about cats " * 30, "cats are nice " * 30), ("and dogs?", "dogs are loyal")]
     monkeypatch.setattr(app, "MAX_CONTEXT", 200)
     run = app.parse_request(request("and birds?", history, name, 6, 4, 24, max_new_tokens=64))
-    text = target.tokenizer.decode(run.prompt)
+    text = target.tokenizer.decode(run.prompts[0])
     assert "cats" not in text and "and dogs?" in text and "dogs are loyal" in text and text.count("and birds?") == 1
-    assert len(run.prompt) <= 200 - run.config.max_new_tokens
+    assert len(run.prompts[0]) <= 200 - run.config.max_new_tokens
     with pytest.raises(ValueError, match="the message is .* tokens with the chat template"):
         app.parse_request(request("birds " * 200, history, name, 6, 4, 24, max_new_tokens=64))
 
@@ -208,14 +239,15 @@ def test_gradio_client_streams_and_cancels(served):
     _, url = served
     client = Client(url, verbose=False)
     name = app.MODELS.first.name
-    job = client.submit(PROMPT, [], [], name, 5, 2, 10, 0.0, 1.0, 64, True, api_name="/generate")
+    settings = dict(preset=name, depth=5, top_k=2, total_tokens=10, temperature=0.0, top_p=1.0)  # the API takes names
+    job = client.submit(message=PROMPT, max_new_tokens=64, adaptive=True, **settings, api_name="/generate")
     updates = list(job)
     assert len(updates) >= 2
     final = job.outputs()[-1]
     assert "lossless: identical to plain decoding" in final[-2]
     assert final[1][-1]["content"] and final[2][-1]["content"]  # both panes (final[0] is the cleared prompt)
 
-    job = client.submit(PROMPT, [], [], name, 5, 2, 10, 0.0, 1.0, 1024, False, api_name="/generate")
+    job = client.submit(message=PROMPT, max_new_tokens=1024, **settings, api_name="/generate")
     deadline = time.time() + 60
     while not job.outputs() and time.time() < deadline:
         time.sleep(0.05)
@@ -223,7 +255,7 @@ def test_gradio_client_streams_and_cancels(served):
     job.cancel()
     # The server ends the cancelled run at its next update (both decoders' 1024 tokens would take
     # minutes here), so a short request sent next is served within seconds, not after that run.
-    again = client.submit("class Stack:\n", [], [], name, 5, 2, 10, 0.0, 1.0, 16, False, api_name="/generate")
+    again = client.submit(message="class Stack:\n", max_new_tokens=16, **settings, api_name="/generate")
     assert "done." in again.result(timeout=90)[-2]
 
 
@@ -311,6 +343,15 @@ def test_real_browser(served):
         # the stopped run's message, once (the hybrid drafter's reply may quote it too)
         assert page.locator('#spec-pane [data-testid="user"]').filter(has_text="class Stack:").count() == 1
         assert page.evaluate("window.sawStopped")  # the stopped run's own summary, before the next run's
+
+        # The batch panel: its example prompts decoded as one batch, each row coloured, lossless.
+        page.locator("#batch").get_by_text("Batch: several prompts decoded together").click()
+        page.locator("#batch-send").click()
+        page.locator("#batch-summary").get_by_text("done.").wait_for(timeout=180_000)
+        assert "batch of 4" in page.locator("#batch-summary").inner_text()
+        assert "lossless: identical to plain decoding" in page.locator("#batch-summary").inner_text()
+        assert page.locator("#batch-rows .batch-row").count() == 4
+        assert page.locator("#batch-rows .batch-row").nth(3).locator(".tok.accepted").count() > 0
 
         # The charts take their colours from the page's theme: light text on the dark one.
         light_text = page.evaluate(chart_text_color)
