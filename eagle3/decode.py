@@ -200,6 +200,28 @@ def stack_trees(drafts: list[DraftTree]) -> tuple[torch.Tensor, torch.Tensor, to
     return tokens, depths, ancestors
 
 
+def prefill(target: Target, prompts: Sequence[Sequence[int]], cache: KVCache, capture: bool = False):
+    """Prompts of any lengths in one forward into an empty cache: right-padded, each row causal
+    over its own tokens. Returns input_ids [B, W] (0 after each prompt), the logits at each
+    row's last prompt position [B, V] and the forward's TargetOutput (features [B, W, 3H] with
+    capture). The padding's keys are written too; the caller's lengths mask them."""
+    device = target.device
+    lengths = [len(prompt) for prompt in prompts]
+    width = max(lengths)
+    input_ids = torch.zeros(len(prompts), width, dtype=torch.long, device=device)
+    for row, prompt in enumerate(prompts):
+        input_ids[row, : lengths[row]] = torch.as_tensor(prompt, device=device)
+    positions = torch.arange(width, device=device).expand(len(prompts), width)
+    if min(lengths) == width:  # no padding (one prompt, always): the model's own causal mask, the last logits
+        out = target.forward(input_ids, positions, cache, logits_to_keep=1, capture=capture)
+        return input_ids, out.logits[:, -1], out
+    causal = torch.ones(width, width, dtype=torch.bool, device=device).tril().expand(len(prompts), width, width)
+    out = target.forward(input_ids, positions, cache, target.attention_mask(causal, positions, positions),
+                         capture=capture)
+    last = torch.tensor(lengths, device=device) - 1
+    return input_ids, out.logits[torch.arange(len(prompts), device=device), last], out
+
+
 @torch.inference_mode()
 def decode_rows(
     target: Target,
@@ -246,25 +268,12 @@ def decode_rows(
     # The draft cache also holds the tree's keys while drafting: top_k per level.
     draft_cache = KVCache(1, longest + tree.top_k * max_depth) if uses_head else None
 
-    # Prefill: right-padded prompts, each row causal over its own tokens.
     start = clock(device)
-    lengths = [len(run.prompt_ids) for run in runs]
-    width = max(lengths)
-    input_ids = torch.zeros(len(runs), width, dtype=torch.long, device=device)
-    for row, run in enumerate(runs):
-        input_ids[row, : lengths[row]] = torch.tensor(run.prompt_ids, device=device)
-    positions = torch.arange(width, device=device).expand(len(runs), width)
-    if min(lengths) == width:  # no padding (one prompt, always): the model's own causal mask, the last logits
-        out = target.forward(input_ids, positions, cache, logits_to_keep=1, capture=uses_head)
-        last_logits = out.logits[:, -1]
-    else:
-        causal = torch.ones(width, width, dtype=torch.bool, device=device).tril().expand(len(runs), width, width)
-        out = target.forward(input_ids, positions, cache, target.attention_mask(causal, positions, positions),
-                             capture=uses_head)
-        last_logits = out.logits[torch.arange(len(runs), device=device), torch.tensor(lengths, device=device) - 1]
+    input_ids, last_logits, out = prefill(target, [run.prompt_ids for run in runs], cache, capture=uses_head)
     verify_end = clock(device)
     rows, events = [], []  # a round's events are yielded once its bookkeeping is done
-    for b, (run, n) in enumerate(zip(runs, lengths)):
+    for b, run in enumerate(runs):
+        n = len(run.prompt_ids)
         root = run.pick(last_logits[b])
         row = Row(b, run, n, next_tokens=input_ids.new_tensor([root]))
         if uses_head:  # every prompt position is a pair for the head
@@ -273,7 +282,7 @@ def decode_rows(
             row.context = ContextIndex(run.prompt_ids, lookup)
         rows.append(row)
         events.append((b, run.emit([(root, TokenState.BONUS, None)], None, [], 0.0, verify_end - start, verify_end)))
-    cache.truncate(width)
+    cache.truncate(input_ids.shape[1])
     rows = drop_finished(rows, events, cache, draft_cache)
     yield from events
 

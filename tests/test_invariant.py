@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from eagle3 import GenerationConfig, TreeConfig, collect, plain_decode, speculative_decode
-from eagle3.decode import decode_rows, stack_trees
+from eagle3.decode import decode_rows, prefill, stack_trees
 from eagle3.invariant import NAME, RowInvariantLinear
 from eagle3.target import Target, exact_bf16
 from eagle3.tree import DraftTree
@@ -80,17 +80,12 @@ def batch_matches_rows_alone(target: Target, seed: int, rows: int = 4) -> bool:
     alone = []
     for prompt, tree in zip(prompts, trees):
         cache, n = target.new_cache(256), len(prompt)
-        target.forward(prompt[None], torch.arange(n)[None], cache)
+        prefill(target, [prompt], cache)
         positions = n + tree.depths
         alone.append(target.forward(tree.tokens[None], positions[None], cache,
                                     attention_mask=target.tree_mask(n, positions, tree.ancestors)).logits[0])
-    width = max(lengths)
-    input_ids = torch.zeros(rows, width, dtype=torch.long)
-    for row, prompt in enumerate(prompts):
-        input_ids[row, : len(prompt)] = prompt
-    cache, positions = target.new_cache(256), torch.arange(width).expand(rows, width)
-    causal = torch.ones(width, width, dtype=torch.bool).tril().expand(rows, width, width)
-    target.forward(input_ids, positions, cache, target.attention_mask(causal, positions, positions))
+    cache = target.new_cache(256)
+    width = prefill(target, prompts, cache)[0].shape[1]
     tokens, depths, ancestors = stack_trees(trees)
     lengths = torch.tensor(lengths)
     positions = lengths[:, None] + depths
