@@ -8,7 +8,8 @@ pair, dtype, tree and chat mode (a record with `turns` is decoded as its first t
 rendered with the target's chat template). Per prompt, on one device and one after the
 other: plain decoding, EAGLE-3 speculative decoding, Hugging Face `model.generate` and
 `model.generate(prompt_lookup_num_tokens=...)`, each timed by wall clock around the whole
-call. Speedup = total plain time / total EAGLE-3 time, overall and per category.
+call (with --repeats N, the median of N such turns). Speedup = total plain time / total
+EAGLE-3 time, overall and per category.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import argparse
 import json
 import os
 import platform
+import statistics
 import sys
 from dataclasses import dataclass, field
 
@@ -80,53 +82,68 @@ def encode_records(target: Target, records: list[PromptRecord], chat: bool) -> l
 
 def run(target: Target, head, records: list[PromptRecord], tree: TreeConfig, config: GenerationConfig,
         chat: bool = False, lookup_tokens: int = 10, with_prompt_lookup: bool = True, warmup: int = 1,
-        progress: bool = True, adaptive: tuple[int, int] | None = None, drafters: tuple[str, ...] = ()) -> dict:
+        progress: bool = True, adaptive: tuple[int, int] | None = None, drafters: tuple[str, ...] = (),
+        repeats: int = 1) -> dict:
     """Benchmark every prompt; returns the JSON report (see the README for its fields).
     adaptive: (min, max) depth bounds to let the adaptive policy choose each round's depth.
-    drafters: other drafters ("lookup", "hybrid") timed on every prompt too, beside EAGLE-3's."""
+    drafters: other drafters ("lookup", "hybrid") timed on every prompt too, beside EAGLE-3's.
+    repeats: each prompt is decoded this many times by every decoder in turn, and each
+    decoder's time on it is the median; outputs and statistics are the first time's."""
     lookup = LookupConfig(tokens=lookup_tokens)
     policy = (lambda: AdaptiveDepth(*adaptive)) if adaptive else (lambda: None)  # noqa: E731
     device = target.device
     encoded = encode_records(target, records, chat)
+
+    def decoders(prompt_ids: list[int], config: GenerationConfig) -> dict:
+        """Each decoder as a call that returns its RunStats, in the order they are timed."""
+        calls = {"plain": lambda: collect(plain_decode(target, prompt_ids, config)),
+                 "eagle3": lambda: collect(speculative_decode(target, head, prompt_ids, tree, config, policy()))}
+        for drafter in drafters:
+            calls[drafter] = lambda drafter=drafter: collect(speculative_decode(
+                target, head, prompt_ids, tree, config, drafter=drafter, lookup=lookup))
+        calls["hf_generate"] = lambda: RunStats(output_ids=hf_generate(target, prompt_ids, config, None))
+        if with_prompt_lookup:
+            calls["hf_lookup"] = lambda: RunStats(output_ids=hf_generate(target, prompt_ids, config, lookup_tokens))
+        return calls
+
     warm = GenerationConfig(16, config.sampling, config.seed)
     for prompt_ids in encoded[:warmup]:
-        collect(plain_decode(target, prompt_ids, warm))
-        collect(speculative_decode(target, head, prompt_ids, tree, warm))
-        for drafter in drafters:
-            collect(speculative_decode(target, head, prompt_ids, tree, warm, drafter=drafter, lookup=lookup))
-        hf_generate(target, prompt_ids, warm, None)
-        if with_prompt_lookup:
-            hf_generate(target, prompt_ids, warm, lookup_tokens)
+        for call in decoders(prompt_ids, warm).values():
+            call()
 
     rows = []
     totals = {name: Tally() for name in ("plain", "eagle3", "hf_generate", "hf_lookup", *drafters)}
     for record, prompt_ids in tqdm(list(zip(records, encoded)), desc="bench", disable=not progress, dynamic_ncols=True):
-        plain, plain_s = timed(device, lambda: collect(plain_decode(target, prompt_ids, config)))
-        spec, spec_s = timed(device, lambda: collect(speculative_decode(target, head, prompt_ids, tree, config, policy())))
-        totals["plain"].add(plain, plain_s)
-        totals["eagle3"].add(spec, spec_s)
+        calls = decoders(prompt_ids, config)
+        results, times = {}, {name: [] for name in calls}
+        for _ in range(repeats):  # interleaved, so a slow spell of the machine falls on every decoder
+            for name, call in calls.items():
+                result, seconds = timed(device, call)
+                results.setdefault(name, result)
+                times[name].append(seconds)
+        seconds = {name: statistics.median(t) for name, t in times.items()}
+        for name, result in results.items():
+            totals[name].add(result, seconds[name])
+        plain, spec = results["plain"], results["eagle3"]
         row = {"id": record.id, "category": record.category, "prompt": record.first, "prompt_ids": prompt_ids,
                "plain_ids": plain.output_ids, "eagle3_ids": spec.output_ids, "tau": round(spec.tau, 4),
                "rounds": spec.rounds, "accepted_drafts": sum(spec.accepted_per_round),
-               "speedup": round(plain_s / spec_s, 4), "plain_s": round(plain_s, 4), "eagle3_s": round(spec_s, 4)}
+               "speedup": round(seconds["plain"] / seconds["eagle3"], 4), "plain_s": round(seconds["plain"], 4),
+               "eagle3_s": round(seconds["eagle3"], 4)}
         for drafter in drafters:
-            other, other_s = timed(device, lambda: collect(speculative_decode(
-                target, head, prompt_ids, tree, config, drafter=drafter, lookup=lookup)))
-            totals[drafter].add(other, other_s)
-            row.update({f"{drafter}_ids": other.output_ids, f"{drafter}_s": round(other_s, 4),
+            other = results[drafter]
+            row.update({f"{drafter}_ids": other.output_ids, f"{drafter}_s": round(seconds[drafter], 4),
                         f"{drafter}_tau": round(other.tau, 4), f"{drafter}_accepted_by_source": dict(other.accepted_by_source)})
-        generate_ids, generate_s = timed(device, lambda: hf_generate(target, prompt_ids, config, None))
-        totals["hf_generate"].add(RunStats(output_ids=generate_ids), generate_s)
-        row["hf_generate_s"] = round(generate_s, 4)
+        row["hf_generate_s"] = round(seconds["hf_generate"], 4)
         if config.sampling.greedy:
-            row["hf_generate_matches"] = generate_ids == spec.output_ids
+            row["hf_generate_matches"] = results["hf_generate"].output_ids == spec.output_ids
         if with_prompt_lookup:
-            lookup_ids, lookup_s = timed(device, lambda: hf_generate(target, prompt_ids, config, lookup_tokens))
-            totals["hf_lookup"].add(RunStats(output_ids=lookup_ids), lookup_s)
-            row["hf_prompt_lookup_s"] = round(lookup_s, 4)
+            row["hf_prompt_lookup_s"] = round(seconds["hf_lookup"], 4)
+        if repeats > 1:
+            row["seconds_by_repeat"] = {name: [round(v, 4) for v in t] for name, t in times.items()}
         rows.append(row)
     return {"summary": summarise(totals, rows, tree, config, drafters), "categories": by_category(rows, drafters),
-            "prompts": rows, "settings": settings(target, head, tree, config, lookup_tokens)}
+            "prompts": rows, "settings": settings(target, head, tree, config, lookup_tokens) | {"repeats": repeats}}
 
 
 def by_category(rows: list[dict], drafters: tuple[str, ...] = ()) -> dict[str, dict]:
@@ -290,6 +307,9 @@ def parse_args(argv=None):
                         help="the longest copy: Hugging Face prompt lookup's, and the lookup / hybrid drafters' chains")
     parser.add_argument("--drafters", default="lookup,hybrid",
                         help="other drafters timed beside EAGLE-3 on every prompt: lookup, hybrid, both or none")
+    parser.add_argument("--repeats", type=int, default=1, metavar="N",
+                        help="decode each prompt N times with every decoder in turn and time each by its median "
+                             "(steadier per-prompt and per-category figures on a busy machine)")
     parser.add_argument("--no-prompt-lookup", action="store_true", help="skip the Hugging Face prompt-lookup baseline")
     parser.add_argument("--sweep", default=None, metavar="depth=A..B",
                         help="also time each fixed depth A..B (node budget scaled with depth)")
@@ -358,6 +378,8 @@ def main(argv=None) -> int:
     pair = choose_pair(args)
     try:
         depths, sizes, drafters = parse_sweep(args.sweep), parse_sizes(args.batch_sizes), parse_drafters(args.drafters)
+        if args.repeats < 1:
+            raise ValueError(f"--repeats: {args.repeats} is below 1")
         if pair.draft is None:
             raise ValueError(f"--draft: no head is known for --target {args.target}; name one")
         target = load_target(args.target, args.device, pair.dtype, args.trust_remote_code, args.attention)
@@ -370,7 +392,7 @@ def main(argv=None) -> int:
         bounds = (min(depths), max(depths)) if depths else (1, 10)
         report = {} if args.skip_main else run(target, head, records, tree, config, chat, args.prompt_lookup_tokens,
                                                not args.no_prompt_lookup, adaptive=bounds if args.adaptive else None,
-                                               drafters=drafters)
+                                               drafters=drafters, repeats=args.repeats)
         if depths or sizes:
             encoded = encode_records(target, records, chat)
         if depths:

@@ -55,6 +55,21 @@ def test_bench_records_the_ids_it_decoded_and_a_table_by_category(tmp_path, mode
     assert report["categories"]["math"]["hybrid_speedup"] == pytest.approx(hybrid, rel=1e-3)
 
 
+def test_repeats_time_each_decoder_by_its_median(tmp_path, model_dirs, capsys):
+    report = run_bench(tmp_path, *model_dirs, "--repeats", "3", "--no-prompt-lookup", "--drafters", "hybrid")
+    assert report["settings"]["repeats"] == 3
+    for row in report["prompts"]:
+        runs = row["seconds_by_repeat"]
+        assert set(runs) == {"plain", "eagle3", "hybrid", "hf_generate"} and all(len(t) == 3 for t in runs.values())
+        for name in ("plain", "eagle3", "hybrid", "hf_generate"):
+            assert row[f"{name}_s"] == pytest.approx(sorted(runs[name])[1], abs=1e-4)
+        half = 5e-5  # the JSON's rounding
+        low = (row["plain_s"] - half) / (row["eagle3_s"] + half) - half
+        assert low <= row["speedup"] <= (row["plain_s"] + half) / (row["eagle3_s"] - half) + half  # of the medians
+    assert bench_main(["--target", model_dirs[0], "--draft", model_dirs[1], "--repeats", "0"]) == 2
+    assert "--repeats: 0 is below 1" in capsys.readouterr().err
+
+
 def test_embedded_pair_loads_offline_and_is_lossless():
     assert os.environ.get("HF_HUB_OFFLINE") == "1"
     target = load_target(EMBEDDED_TARGET, "cpu", "float32")
