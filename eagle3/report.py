@@ -18,7 +18,8 @@ import sys
 
 import plotly.graph_objects as go
 
-GREEN, SLATE, BLUE, AMBER, RED = "#16a34a", "#64748b", "#3b82f6", "#f59e0b", "#dc2626"
+GREEN, SLATE, BLUE, AMBER, RED, VIOLET = "#16a34a", "#64748b", "#3b82f6", "#f59e0b", "#dc2626", "#7c3aed"
+DRAFTER_BARS = {"lookup": ("lookup (ours)", VIOLET), "hybrid": ("hybrid", BLUE)}  # the other drafters' bars
 LAYOUT = dict(template="plotly_white", height=380, width=760, margin=dict(l=60, r=20, t=60, b=60),
               font=dict(size=12), legend=dict(orientation="h", x=1, xanchor="right", y=1.08))
 
@@ -40,19 +41,24 @@ def prompt_speedups(report: dict) -> go.Figure:
 
 
 def category_speedups(report: dict) -> go.Figure:
-    """Speedup and tau per category, next to Hugging Face prompt lookup where measured."""
+    """Speedup per category of EAGLE-3, of the other drafters timed (lookup, hybrid) and of
+    Hugging Face prompt lookup where measured, with EAGLE-3's tau."""
     names = list(report["categories"])
     rows = [report["categories"][n] for n in names]
     fig = go.Figure()
     fig.add_bar(x=names, y=[r["speedup"] for r in rows], name="EAGLE-3", marker_color=GREEN,
                 customdata=[r["tau"] for r in rows], hovertemplate="%{x}: %{y:.2f}x, tau %{customdata:.2f}<extra></extra>")
+    for drafter in report["summary"].get("drafters", {}):
+        name, color = DRAFTER_BARS[drafter]
+        fig.add_bar(x=names, y=[r[f"{drafter}_speedup"] for r in rows], name=name, marker_color=color,
+                    hovertemplate=f"%{{x}}: %{{y:.2f}}x<extra>{name}</extra>")
     if all(r["hf_prompt_lookup_speedup"] for r in rows):
         fig.add_bar(x=names, y=[r["hf_prompt_lookup_speedup"] for r in rows], name="HF prompt lookup",
                     marker_color=SLATE, hovertemplate="%{x}: %{y:.2f}x<extra>HF prompt lookup</extra>")
-    fig.add_scatter(x=names, y=[r["tau"] for r in rows], name="tau (right axis)", yaxis="y2", mode="markers",
+    fig.add_scatter(x=names, y=[r["tau"] for r in rows], name="EAGLE-3 tau (right axis)", yaxis="y2", mode="markers",
                     marker=dict(color=AMBER, size=10, symbol="diamond"))
     fig.add_hline(y=1.0, line=dict(color=SLATE, width=1))
-    return fig.update_layout(LAYOUT, title="Speedup and tau per category", barmode="group",
+    return fig.update_layout(LAYOUT, title="Speedup per category", barmode="group",
                              yaxis_title="speedup over plain decoding",
                              yaxis2=dict(title="tau (tokens per round)", overlaying="y", side="right",
                                          range=[0, 1.15 * max(r["tau"] for r in rows)], showgrid=False))

@@ -13,9 +13,10 @@ def fake_report(categories=("coding", "writing")) -> dict:
                 "eagle3_ids": [0] * 8, "plain_ids": [0] * 8, "plain_s": 2.0, "eagle3_s": 2.0 / (1.0 + i / 10)}
                for i in range(4)]
     return {
-        "summary": {"speedup": 1.2, "tau": 2.2, "acceptance_by_position": [0.7, 0.4, 0.1],
+        "summary": {"speedup": 1.2, "tau": 2.2, "acceptance_by_position": [0.7, 0.4, 0.1], "drafters": {"hybrid": {}},
                     "time_split": {"draft_s": 0.5, "verify_s": 4.0, "bookkeeping_s": 0.2}},
-        "categories": {c: {"speedup": 1.1, "tau": 2.1, "hf_prompt_lookup_speedup": 0.9} for c in categories},
+        "categories": {c: {"speedup": 1.1, "tau": 2.1, "hf_prompt_lookup_speedup": 0.9, "hybrid_speedup": 1.4}
+                       for c in categories},
         "prompts": prompts,
         "sweep": {"variants": [{"variant": f"depth={d}", "speedup": 1 + d / 10, "tau": 1 + d / 2} for d in (1, 2, 3)]},
         "batch": {"sizes": [{"batch_size": b, "plain_tokens_per_s": 10.0 * b, "eagle3_tokens_per_s": 12.0 * b,
@@ -31,6 +32,9 @@ def test_figures_follow_the_data():
     per_prompt = made["speedup_per_prompt"]
     assert [t.name for t in per_prompt.data] == ["coding", "writing"]  # one colour per category
     assert sorted(y for t in per_prompt.data for y in t.y) == [p["speedup"] for p in report["prompts"]]
+    per_category = made["speedup_per_category"]
+    assert [t.name for t in per_category.data] == ["EAGLE-3", "hybrid", "HF prompt lookup", "EAGLE-3 tau (right axis)"]
+    assert list(per_category.data[1].y) == [1.4, 1.4]  # the other drafters' speedups beside EAGLE-3's
     assert list(made["acceptance_by_position"].data[0].y) == [0.7, 0.4, 0.1]
     assert [t.name for t in made["time_split"].data] == ["draft", "verify", "bookkeeping", "plain decoding"]
     assert list(made["sweep"].data[0].x) == [1, 2, 3] and list(made["batch"].data[1].y) == [12.0, 24.0, 48.0]
