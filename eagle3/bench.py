@@ -57,6 +57,18 @@ def timed(device, fn):
     return result, clock(device) - start
 
 
+def in_turns(device, calls: dict, repeats: int = 1) -> tuple[dict, dict[str, float], dict[str, list[float]]]:
+    """Every call in turn, the whole round `repeats` times, so that a slow spell of the machine
+    falls on all of them: each call's first result, its median seconds and every timing."""
+    results, times = {}, {name: [] for name in calls}
+    for _ in range(repeats):
+        for name, call in calls.items():
+            result, seconds = timed(device, call)
+            results.setdefault(name, result)
+            times[name].append(seconds)
+    return results, {name: statistics.median(t) for name, t in times.items()}, times
+
+
 @dataclass
 class Tally:
     """One decoder's runs pooled over prompts, with the wall seconds timed around each call."""
@@ -114,14 +126,7 @@ def run(target: Target, head, records: list[PromptRecord], tree: TreeConfig, con
     rows = []
     totals = {name: Tally() for name in ("plain", "eagle3", "hf_generate", "hf_lookup", *drafters)}
     for record, prompt_ids in tqdm(list(zip(records, encoded)), desc="bench", disable=not progress, dynamic_ncols=True):
-        calls = decoders(prompt_ids, config)
-        results, times = {}, {name: [] for name in calls}
-        for _ in range(repeats):  # interleaved, so a slow spell of the machine falls on every decoder
-            for name, call in calls.items():
-                result, seconds = timed(device, call)
-                results.setdefault(name, result)
-                times[name].append(seconds)
-        seconds = {name: statistics.median(t) for name, t in times.items()}
+        results, seconds, times = in_turns(device, decoders(prompt_ids, config), repeats)
         for name, result in results.items():
             totals[name].add(result, seconds[name])
         plain, spec = results["plain"], results["eagle3"]
@@ -176,12 +181,13 @@ def sweep(target: Target, head, encoded: list[list[int]], tree: TreeConfig, conf
     totals = {name: Tally() for name in ["plain", *variants]}
     device = target.device
     for prompt_ids in tqdm(encoded, desc="sweep", disable=not progress):
-        plain, seconds = timed(device, lambda: collect(plain_decode(target, prompt_ids, config)))
-        totals["plain"].add(plain, seconds)
+        calls = {"plain": lambda: collect(plain_decode(target, prompt_ids, config))}
         for name, (variant_tree, policy) in variants.items():
-            result, seconds = timed(device, lambda: collect(speculative_decode(
-                target, head, prompt_ids, variant_tree, config, policy() if policy else None)))
-            totals[name].add(result, seconds)
+            calls[name] = lambda variant_tree=variant_tree, policy=policy: collect(speculative_decode(
+                target, head, prompt_ids, variant_tree, config, policy() if policy else None))
+        results, seconds, _ = in_turns(device, calls)
+        for name, result in results.items():
+            totals[name].add(result, seconds[name])
     rows = [{"variant": name, "speedup": round(totals["plain"].seconds / t.seconds, 4),
              "tau": round(t.stats.tau, 3), "tokens_per_s": round(t.tokens_per_s, 2)}
             for name, t in totals.items() if name != "plain"]

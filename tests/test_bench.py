@@ -70,6 +70,14 @@ def test_repeats_time_each_decoder_by_its_median(tmp_path, model_dirs, capsys):
     assert "--repeats: 0 is below 1" in capsys.readouterr().err
 
 
+def test_the_depth_sweep_times_each_depth_and_the_adaptive_policy(tmp_path, model_dirs):
+    report = run_bench(tmp_path, *model_dirs, "--sweep", "depth=1..2", "--adaptive", "--skip-main")
+    sweep = report["sweep"]
+    assert [v["variant"] for v in sweep["variants"]] == ["depth=1", "depth=2", "adaptive"]
+    assert all(v["speedup"] > 0 and v["tau"] >= 1 for v in sweep["variants"])
+    assert sweep["best_fixed"] in ("depth=1", "depth=2") and "summary" not in report
+
+
 def test_embedded_pair_loads_offline_and_is_lossless():
     assert os.environ.get("HF_HUB_OFFLINE") == "1"
     target = load_target(EMBEDDED_TARGET, "cpu", "float32")
