@@ -10,6 +10,7 @@ Record shapes, one per line:
 
 from __future__ import annotations
 
+import gzip
 import json
 from dataclasses import dataclass
 
@@ -37,10 +38,11 @@ def pad_batch(examples: list[Example]) -> tuple[torch.Tensor, torch.Tensor, torc
 
 
 def read_jsonl(path: str) -> list[dict]:
-    """Records of a JSONL file; a bad line is named with its number."""
+    """Records of a JSONL file (gzip-compressed when it ends in .gz); a bad line is named with
+    its number."""
     records = []
     try:
-        with open(path, encoding="utf-8") as f:
+        with (gzip.open if path.endswith(".gz") else open)(path, "rt", encoding="utf-8") as f:
             for number, line in enumerate(f, 1):
                 if not line.strip():
                     continue

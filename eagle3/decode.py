@@ -216,9 +216,11 @@ def prefill(target: Target, prompts: Sequence[Sequence[int]], cache: KVCache, ca
         out = target.forward(input_ids, positions, cache, logits_to_keep=1, capture=capture)
         return input_ids, out.logits[:, -1], out
     causal = torch.ones(width, width, dtype=torch.bool, device=device).tril().expand(len(prompts), width, width)
+    # Logits only from the shortest prompt's last position on: every row's last one is there.
+    kept = width - min(lengths) + 1
     out = target.forward(input_ids, positions, cache, target.attention_mask(causal, positions, positions),
-                         capture=capture)
-    last = torch.tensor(lengths, device=device) - 1
+                         logits_to_keep=kept, capture=capture)
+    last = torch.tensor(lengths, device=device) - 1 - (width - kept)
     return input_ids, out.logits[torch.arange(len(prompts), device=device), last], out
 
 

@@ -7,7 +7,11 @@ Each shard holds a range of examples, concatenated along the token axis:
     input_ids [N] int64, loss_mask [N] int8, offsets [n + 1] int64,
     features  [N, 3H]  the fused low / mid / high states the head reads,
     hidden    [N, H]   the target's final (normed) states; training turns them into the
-                       target's logits with its lm_head, a V/H-fold saving over storing logits.
+                       target's logits over the draft vocabulary with those rows of its lm_head,
+    target_token [N] int64  the target's greedy token (argmax over its whole vocabulary), and
+    logsumexp [N] float32   its full-vocabulary log-normaliser: with them, training never
+                       computes the full [N, V] logits (the teacher's draft-vocabulary
+                       probabilities are exp(logit - logsumexp), exactly).
 `index.json` names the target, its aux layers, the data and the shards. A shard is written
 under a temporary name and renamed when complete, and a rerun skips complete shards, so an
 interrupted run resumes where it stopped. `--regenerate` first replaces every assistant
@@ -18,9 +22,11 @@ OUT/regenerated.jsonl.
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import os
 import sys
+from dataclasses import dataclass
 from functools import lru_cache
 
 import torch
@@ -34,6 +40,18 @@ from eagle3.target import DTYPES, Target, load_target
 from eagle3.training import written_whole
 
 INDEX = "index.json"
+FORMAT = 2  # 2: with target_token and logsumexp
+STATES = ("features", "hidden", "target_token", "logsumexp")
+
+
+@dataclass
+class ExampleStates:
+    """What the target computed at the n positions of one example."""
+
+    features: torch.Tensor  # [n, 3H] fused low / mid / high states
+    hidden: torch.Tensor  # [n, H] final normed states
+    target_token: torch.Tensor  # [n] the target's greedy token
+    logsumexp: torch.Tensor  # [n] log-sum-exp of its full-vocabulary logits
 
 
 def target_signature(target: Target) -> dict:
@@ -48,7 +66,7 @@ def write_features(target: Target, examples: list[Example], out: str, shard_size
     """Compute and store the features of every example; skip shards already complete."""
     os.makedirs(out, exist_ok=True)
     shards = [(start, min(start + shard_size, len(examples))) for start in range(0, len(examples), shard_size)]
-    index = {"target": target_signature(target), "source": source, "examples": len(examples),
+    index = {"format": FORMAT, "target": target_signature(target), "source": source, "examples": len(examples),
              "shards": [{"file": f"shard-{i:05d}.safetensors", "start": a, "end": b} for i, (a, b) in enumerate(shards)]}
     previous = os.path.join(out, INDEX)
     if os.path.exists(previous):
@@ -61,13 +79,16 @@ def write_features(target: Target, examples: list[Example], out: str, shard_size
     print(f"{len(examples)} examples in {len(shards)} shards; {len(shards) - len(todo)} already written")
     for shard in tqdm(todo, desc="features", dynamic_ncols=True):
         chunk = examples[shard["start"] : shard["end"]]
-        features, hidden = [], []
+        features, hidden, tokens, normalizers = [], [], [], []
         for start in range(0, len(chunk), batch_size):
             ids, _, attention = pad_batch(chunk[start : start + batch_size])
             f, h = target.training_states(ids.to(target.device), attention.to(target.device))
-            lengths = attention.sum(1).tolist()
-            features += [f[row, :n].to(dtype or f.dtype).cpu() for row, n in enumerate(lengths)]
-            hidden += [h[row, :n].to(dtype or h.dtype).cpu() for row, n in enumerate(lengths)]
+            for row, n in enumerate(attention.sum(1).tolist()):
+                features.append(f[row, :n].to(dtype or f.dtype).cpu())
+                hidden.append(h[row, :n].to(dtype or h.dtype).cpu())
+                token, normalizer = target.teacher_stats(h[row, :n])
+                tokens.append(token.cpu())
+                normalizers.append(normalizer.cpu())
         lengths = [len(e.input_ids) for e in chunk]
         tensors = {
             "input_ids": torch.tensor([t for e in chunk for t in e.input_ids], dtype=torch.long),
@@ -75,6 +96,8 @@ def write_features(target: Target, examples: list[Example], out: str, shard_size
             "offsets": torch.tensor([0] + lengths).cumsum(0),
             "features": torch.cat(features),
             "hidden": torch.cat(hidden),
+            "target_token": torch.cat(tokens),
+            "logsumexp": torch.cat(normalizers),
         }
         with written_whole(os.path.join(out, shard["file"])) as temporary:
             save_file(tensors, temporary)
@@ -98,6 +121,9 @@ class FeatureStore:
                 raise FileNotFoundError(f"features: no {INDEX} in {directory}; write it with python -m eagle3.features")
             with open(path, encoding="utf-8") as f:
                 index = json.load(f)
+            if index.get("format") != FORMAT:
+                raise ValueError(f"features: {directory} was written by an older eagle3.features (without the "
+                                 "target's greedy tokens and log-normalisers); write them again into a new folder")
             missing = [s["file"] for s in index["shards"] if not os.path.exists(os.path.join(directory, s["file"]))]
             if missing:
                 raise FileNotFoundError(f"features: {len(missing)} shards missing in {directory} (first {missing[0]}); "
@@ -131,10 +157,10 @@ class FeatureStore:
         shard, start, end = self._locate(i)
         return Example(shard.get_slice("input_ids")[start:end].tolist(), shard.get_slice("loss_mask")[start:end].tolist())
 
-    def states(self, i: int) -> tuple[torch.Tensor, torch.Tensor]:
-        """features [n, 3H] and hidden [n, H] of example i."""
+    def states(self, i: int) -> ExampleStates:
+        """The target's stored states at the n positions of example i."""
         shard, start, end = self._locate(i)
-        return shard.get_slice("features")[start:end], shard.get_slice("hidden")[start:end]
+        return ExampleStates(*(shard.get_slice(name)[start:end] for name in STATES))
 
 
 def regenerate_conversations(target: Target, records: list[dict], max_new_tokens: int, temperature: float,
@@ -157,12 +183,14 @@ def regenerate_conversations(target: Target, records: list[dict], max_new_tokens
 
 
 def regenerate_file(target: Target, data: str, out: str, max_new_tokens: int, temperatures: list[float],
-                    batch_size: int, seed: int, chunk_size: int = 128, limit: int | None = None, skip: int = 0) -> str:
+                    batch_size: int, seed: int, chunk_size: int = 128, limit: int | None = None, skip: int = 0,
+                    parts: str | None = None) -> str:
     """OUT/regenerated.jsonl: the records of `data` with the target's own replies.
 
     Chunk c of chunk_size records is answered at temperatures[c % len(temperatures)] (so
     "0,0,0.7" makes two thirds greedy and one third sampled replies) and written to
-    OUT/regenerated/part-c.jsonl once done; a rerun skips the parts already written, also
+    PARTS/part-c.jsonl.gz (PARTS: OUT/regenerated unless given, e.g. a folder that is
+    committed as the run goes) once done; a rerun skips the parts already written, also
     with another `limit` (the first records only) or other temperatures for the parts still
     to make. `skip` (a multiple of chunk_size) leaves out the first records, to extend a
     run with new data only; chunks keep their numbers in the whole file. regenerated.jsonl
@@ -171,10 +199,10 @@ def regenerate_file(target: Target, data: str, out: str, max_new_tokens: int, te
         raise ValueError(f"skip: {skip} is not a multiple of the chunk size {chunk_size}")
     final = os.path.join(out, "regenerated.jsonl")
     records = read_jsonl(data)[:limit]
-    parts = os.path.join(out, "regenerated")
+    parts = parts or os.path.join(out, "regenerated")
     os.makedirs(parts, exist_ok=True)
     chunks = range(skip, len(records), chunk_size)
-    names = [os.path.join(parts, f"part-{start // chunk_size:05d}.jsonl") for start in chunks]
+    names = [os.path.join(parts, f"part-{start // chunk_size:05d}.jsonl.gz") for start in chunks]
     done = sum(os.path.exists(name) for name in names)
     print(f"regenerating {max(0, len(records) - skip)} conversations in {len(names)} chunks; {done} already written")
     for start, name in zip(chunks, names):
@@ -184,11 +212,12 @@ def regenerate_file(target: Target, data: str, out: str, max_new_tokens: int, te
         chunk = records[start : start + chunk_size]
         answered = regenerate_conversations(target, chunk, max_new_tokens, temperatures[c % len(temperatures)],
                                             batch_size, seed + 1000 * c)
-        with written_whole(name) as temporary, open(temporary, "w", encoding="utf-8") as f:
-            f.writelines(json.dumps({**r, **a}) + "\n" for r, a in zip(chunk, answered))
+        with written_whole(name) as temporary, gzip.open(temporary, "wt", encoding="utf-8") as f:
+            f.writelines(json.dumps({**r, **a}, ensure_ascii=False) + "\n" for r, a in zip(chunk, answered))
+    os.makedirs(out, exist_ok=True)
     with written_whole(final) as temporary, open(temporary, "w", encoding="utf-8") as f:
         for name in names:
-            with open(name, encoding="utf-8") as part:
+            with gzip.open(name, "rt", encoding="utf-8") as part:
                 f.write(part.read())
     return final
 
@@ -211,6 +240,9 @@ def parse_args(argv=None):
                                                               "(a multiple of 128 reuses the chunks of a longer run)")
     parser.add_argument("--skip", type=int, default=0, help="leave out the first N records of --data (a multiple "
                                                             "of 128): new replies for a longer run")
+    parser.add_argument("--chunk-size", type=int, default=128, help="records per reply part (a rerun resumes "
+                                                                   "at the first part not written)")
+    parser.add_argument("--replies", default=None, help="folder of the reply parts (default OUT/regenerated)")
     parser.add_argument("--temperatures", default="0", help="of the regenerated replies, comma-separated: chunks of "
                                                             "records take them in turn (0: greedy)")
     parser.add_argument("--device", default="auto")
@@ -224,12 +256,13 @@ def parse_args(argv=None):
 def main(argv=None) -> int:
     args = parse_args(argv)
     try:
-        target = load_target(args.target, args.device, args.dtype)
+        # Training data needs no bit-exact one-token arithmetic (eagle3.invariant): the model's own kernels.
+        target = load_target(args.target, args.device, args.dtype, attention="sdpa")
         data = args.data
         if args.regenerate:
             temperatures = [float(t) for t in args.temperatures.split(",")]
             data = regenerate_file(target, args.data, args.out, args.max_new_tokens, temperatures, args.batch_size,
-                                   args.seed, limit=args.limit, skip=args.skip)
+                                   args.seed, args.chunk_size, limit=args.limit, skip=args.skip, parts=args.replies)
             if args.regenerate_only:
                 print(f"wrote the replies to {data}")
                 return 0

@@ -116,3 +116,54 @@ class KVCache(Cache):
     def select_rows(self, rows: torch.Tensor) -> None:
         for layer in self.layers:
             layer.select_rows(rows)
+
+
+class SlotLayer(PreallocatedLayer):
+    """One layer of a SlotKVCache: a one-token step writes row b's key at its own length."""
+
+    def __init__(self, slots: "SlotKVCache", capacity: int):
+        super().__init__(capacity)
+        self.slots = slots
+
+    def update(self, key_states: torch.Tensor, value_states: torch.Tensor, *args, **kwargs):
+        """Write one [slots, kv_heads, 1, head_dim] step at each row's length; return the
+        keys and values of the first `slots.width` positions of every row."""
+        rows, lengths = self.slots.rows, self.slots.lengths
+        self._keys[rows, :, lengths] = key_states[:, :, 0]
+        self._values[rows, :, lengths] = value_states[:, :, 0]
+        width = self.slots.width
+        return self._keys[:, :, :width], self._values[:, :, :width]
+
+    @torch.inference_mode()
+    def insert(self, slots: list[int], source: PreallocatedLayer, lengths: list[int]) -> None:
+        if not self.is_initialized:
+            batch, heads, _, head_dim = source._keys.shape
+            self.lazy_initialization(source._keys.new_empty(len(self.slots.rows), heads, 1, head_dim),
+                                     source._values.new_empty(len(self.slots.rows), heads, 1, source._values.shape[-1]))
+        for i, (slot, n) in enumerate(zip(slots, lengths)):
+            self._keys[slot, :, :n] = source._keys[i, :, :n]
+            self._values[slot, :, :n] = source._values[i, :, :n]
+
+
+class SlotKVCache(Cache):
+    """A cache of `slots` independent rows for continuous batching (training-data generation):
+    row b holds lengths[b] valid positions, starting at 0, and a one-token forward writes
+    each row's new key at lengths[b]. A finished row's slot takes a new prompt, whose keys a
+    batched prefill made in an ordinary KVCache (`insert`). The caller sets `width` (at least
+    max(lengths) + 1) before each step and masks each row's keys past its own length."""
+
+    def __init__(self, num_layers: int, slots: int, capacity: int, device: torch.device | None = None):
+        super().__init__(layers=[SlotLayer(self, capacity) for _ in range(num_layers)])
+        self.capacity = capacity
+        self.rows = torch.arange(slots, device=device)
+        self.lengths = torch.zeros(slots, dtype=torch.long, device=device)
+        self.width = 1
+
+    def get_seq_length(self, layer_idx: int = 0) -> int:
+        return self.width
+
+    def insert(self, slots: list[int], source: KVCache, lengths: list[int]) -> None:
+        """Rows 0.. of `source` (first lengths[i] positions each) become the given slots."""
+        for layer, source_layer in zip(self.layers, source.layers):
+            layer.insert(slots, source_layer, lengths)
+        self.lengths[slots] = torch.tensor(lengths, device=self.lengths.device)

@@ -20,6 +20,9 @@ import sys
 import torch
 from tqdm import tqdm
 
+from eagle3.acceptance import SamplingConfig, target_probs
+from eagle3.decode import prefill
+from eagle3.kv_cache import SlotKVCache
 from eagle3.target import Target, load_target
 
 DEFINITION = re.compile(r"^[ \t]*(?:async[ \t]+)?(?:def|class)[ \t]+\w+")
@@ -66,25 +69,80 @@ def _definition_prompt(lines: list[str], index: int, context_lines: int) -> str:
     return "".join(lines[max(0, index - context_lines) : end])
 
 
-@torch.inference_mode()
 def continue_prompts(target: Target, prompts: list[str], max_new_tokens: int, temperature: float,
                      batch_size: int, seed: int, add_special_tokens: bool = True) -> list[str]:
-    """The target's continuation of each prompt (batched, left-padded). Prompts rendered with
-    a chat template carry their special tokens already: add_special_tokens=False."""
+    """The target's continuation of each prompt, as text (EOS dropped). Prompts rendered with
+    a chat template carry their special tokens already: add_special_tokens=False.
+    Sampled continuations (temperature > 0) use top-p 0.95."""
     tokenizer = target.tokenizer
-    tokenizer.padding_side = "left"
-    if tokenizer.pad_token is None:
-        tokenizer.pad_token = tokenizer.eos_token
-    torch.manual_seed(seed)
-    outputs = []
-    for start in tqdm(range(0, len(prompts), batch_size), desc=f"generate T={temperature}", dynamic_ncols=True):
-        batch = tokenizer(prompts[start : start + batch_size], return_tensors="pt", padding=True,
-                          add_special_tokens=add_special_tokens).to(target.device)
-        sampling = dict(do_sample=True, temperature=temperature, top_p=0.95) if temperature > 0 else dict(do_sample=False)
-        generated = target.model.generate(**batch, max_new_tokens=max_new_tokens, pad_token_id=tokenizer.pad_token_id,
-                                          **sampling)
-        outputs += tokenizer.batch_decode(generated[:, batch.input_ids.shape[1]:], skip_special_tokens=True)
-    return outputs
+    ids = [tokenizer(p, add_special_tokens=add_special_tokens).input_ids for p in prompts]
+    sampling = SamplingConfig(temperature, top_p=0.95 if temperature > 0 else 1.0)
+    replies = generate_replies(target, ids, max_new_tokens, sampling, batch_size, seed)
+    return tokenizer.batch_decode(replies, skip_special_tokens=True)
+
+
+@torch.inference_mode()
+def generate_replies(target: Target, prompts: list[list[int]], max_new_tokens: int, sampling: SamplingConfig,
+                     slots: int, seed: int) -> list[list[int]]:
+    """Each prompt's continuation as token ids, EOS excluded, in the prompts' order.
+
+    Continuous batching for training data: `slots` rows decode together, one token each per
+    target forward, and a row whose reply ends takes the next prompt, so that every forward
+    stays nearly full however the reply lengths vary. Free slots are refilled together (one
+    batched prefill, prompts of similar lengths) once they are an eighth of the batch. No
+    exactness is kept between rows and one-token steps (see eagle3.decode for that)."""
+    device, eos = target.device, target.eos_token_ids
+    generator = torch.Generator(device).manual_seed(seed)
+    queue = sorted(range(len(prompts)), key=lambda i: len(prompts[i]))
+    slots = min(slots, len(prompts))
+    cache = SlotKVCache(target.num_layers, slots, max(len(p) for p in prompts) + max_new_tokens, device)
+    owner: list[int | None] = [None] * slots  # the prompt each slot is answering
+    tokens = torch.zeros(slots, dtype=torch.long, device=device)  # each slot's next input
+    replies: list[list[int]] = [[] for _ in prompts]
+    key_index = torch.arange(cache.capacity, device=device)
+    bar = tqdm(total=len(prompts), desc=f"replies T={sampling.temperature:g}", unit="prompt", dynamic_ncols=True)
+
+    def pick(logits: torch.Tensor) -> torch.Tensor:
+        if sampling.greedy:
+            return logits.argmax(-1)
+        return torch.multinomial(target_probs(logits, sampling), 1, generator=generator)[:, 0]
+
+    def take(slot: int, token: int) -> None:
+        """Append a slot's new token, or free the slot when its reply is done."""
+        reply = replies[owner[slot]]
+        if token not in eos:
+            reply.append(token)
+            tokens[slot] = token
+        if token in eos or len(reply) == max_new_tokens:
+            owner[slot] = None
+            cache.lengths[slot] = 0  # its junk writes land at 0 until a new prompt overwrites it
+            bar.update(1)
+
+    while queue or any(o is not None for o in owner):
+        free = [s for s, o in enumerate(owner) if o is None]
+        if queue and (len(free) * 8 >= slots or len(free) == slots):
+            newcomers, queue = queue[: len(free)], queue[len(free) :]
+            ids = [prompts[i] for i in newcomers]
+            prefill_cache = target.new_cache(max(map(len, ids)))
+            _, last_logits, _ = prefill(target, ids, prefill_cache)
+            cache.insert(free[: len(ids)], prefill_cache, [len(p) for p in ids])
+            for slot, i, token in zip(free, newcomers, pick(last_logits).tolist()):
+                owner[slot] = i
+                take(slot, token)
+        live = torch.tensor([o is not None for o in owner], device=device)
+        if not live.any():
+            continue
+        cache.width = int(cache.lengths.max()) + 1
+        positions = cache.lengths[:, None]  # [slots, 1]
+        keys = key_index[: cache.width].expand(slots, -1)
+        mask = target.attention_mask((keys <= positions)[:, None, :], positions, keys)
+        logits = target.forward(tokens[:, None], positions, cache, mask).logits[:, -1]
+        cache.lengths += live
+        for slot, token in zip(range(slots), pick(logits).tolist()):
+            if owner[slot] is not None:
+                take(slot, token)
+    bar.close()
+    return replies
 
 
 def parse_args(argv=None):
@@ -104,7 +162,7 @@ def parse_args(argv=None):
 
 def main(argv=None) -> int:
     args = parse_args(argv)
-    target = load_target(args.target, args.device)
+    target = load_target(args.target, args.device, attention="sdpa")  # no exactness needed for data
     if args.prompts:
         from eagle3.prompts import read_prompts
 

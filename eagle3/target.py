@@ -201,14 +201,31 @@ class Target:
     @torch.no_grad()
     def training_states(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None):
         """For head training: fused features [B, T, 3H] and final (normed) hidden states
-        [B, T, H]; `logits_from_hidden` turns the latter into the target's logits."""
+        [B, T, H], which `teacher_stats` and `lm_head_rows` turn into the target's logits."""
         with self._capturing(True) as captured:
             out = self.model.model(input_ids=input_ids, attention_mask=attention_mask, use_cache=False)
             features = torch.cat(captured, dim=-1)
         return features, out.last_hidden_state
 
-    def logits_from_hidden(self, hidden: torch.Tensor) -> torch.Tensor:
-        return self.model.lm_head(hidden)
+    @torch.no_grad()
+    def teacher_stats(self, hidden: torch.Tensor, chunk: int = 512) -> tuple[torch.Tensor, torch.Tensor]:
+        """The target's greedy token [N] (int64) and the log-sum-exp of its full-vocabulary
+        logits [N] (float32) at each final hidden state of hidden [N, H], `chunk` rows at a
+        time (a [chunk, V] float32 block, not [N, V]). Stored with the features, they let
+        training compute logits over the draft vocabulary's rows of lm_head only."""
+        tokens, normalizers = [], []
+        for block in hidden.split(chunk):
+            logits = self.model.lm_head(block.to(self.dtype)).float()
+            tokens.append(logits.argmax(-1))
+            normalizers.append(torch.logsumexp(logits, -1))
+        return torch.cat(tokens), torch.cat(normalizers)
+
+    def lm_head_rows(self, token_ids: torch.Tensor) -> torch.Tensor:
+        """The rows of lm_head for these target tokens [n] -> [n, H]: the logits of those
+        tokens alone are hidden @ rows.T (the same products as the full lm_head's)."""
+        if getattr(self.model.lm_head, "bias", None) is not None:
+            raise ValueError("target: an lm_head with a bias is not supported for head training")
+        return self.model.lm_head.weight[token_ids]
 
     def attention_mask(self, allowed: torch.Tensor, query_positions: torch.Tensor, key_positions: torch.Tensor):
         """Additive mask [B, 1, q, kv] in the model dtype from allowed [B, q, kv], restricted

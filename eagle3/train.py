@@ -23,6 +23,7 @@ import math
 import os
 import sys
 import time
+from dataclasses import dataclass
 
 import torch
 import transformers
@@ -31,7 +32,7 @@ from tqdm import tqdm
 
 from eagle3.checkpoint import load_head, save_head
 from eagle3.data import Example, load_examples, pad_batch
-from eagle3.features import FeatureStore
+from eagle3.features import STATES, FeatureStore
 from eagle3.head import Eagle3Config, Eagle3Head, UnrolledKV
 from eagle3.target import DTYPES, Target, bf16_supported, load_target
 from eagle3.training import CsvLog, adamw, autocast, cosine_lr, load_state, save_state, set_lr
@@ -79,48 +80,87 @@ class TTTLoss(torch.nn.Module):
         super().__init__()
         self.head, self.steps, self.decay = head, steps, decay
 
-    def forward(self, features, target_logits, input_ids, loss_mask, normalizer=None):
-        """The loss of one batch, and per unrolled step its loss and accuracy [steps].
+    def forward(self, features, teacher: "Teacher", input_ids, loss_mask, normalizer=None):
+        """The loss of one batch, and per unrolled step its loss, accuracy and acceptance [steps].
 
-        features [B, T, 3H] and target_logits [B, T, V] of the target on input_ids [B, T];
-        loss_mask [B, T] marks tokens to learn (0 on padding). Anchor t at step i reads token
-        x[t + 1 + i] and predicts x[t + 2 + i], whose target distribution is logits[t + 1 + i].
-        `normalizer` turns this process's count of learned positions into the divisor: with
-        several processes, the global count over their number, so that the mean of their
-        losses (what data-parallel training optimises) is the loss of the whole batch.
+        features [B, T, 3H] of the target on input_ids [B, T], `teacher` its distribution at
+        each position; loss_mask [B, T] marks tokens to learn (0 on padding). Anchor t at step
+        i reads token x[t + 1 + i] and predicts x[t + 2 + i], whose target distribution is the
+        teacher's at t + 1 + i. The loss is the soft cross-entropy against the teacher's draft-
+        vocabulary distribution; accuracy is top-1 agreement; acceptance is sum_v min(p, q),
+        the chance that the target accepts a token drafted from the head's q (p: the target's
+        whole-vocabulary probabilities). `normalizer` turns this process's count of learned
+        positions into the divisor: with several processes, the global count over their
+        number, so that the mean of their losses (what data-parallel training optimises) is
+        the loss of the whole batch.
         """
         head = self.head
-        draft_to_target = torch.arange(head.config.draft_vocab_size, device=input_ids.device) + head.d2t
-        target_draft_logits = target_logits[..., draft_to_target].float()
-        in_draft_vocab = head.t2d[target_logits.argmax(-1)]
         positions = torch.arange(input_ids.shape[1], device=input_ids.device)[None]
         hidden, kv = head.project(features), UnrolledKV()
-        total, losses, accuracies = 0.0, [], []
+        total, losses, accuracies, acceptances = 0.0, [], [], []
         for i in range(self.steps):
             hidden = head(hidden, shift(input_ids, 1 + i), positions + i, None, kv)
-            logp = torch.log_softmax(head.logits(hidden).float(), dim=-1)
-            wanted = shift(target_draft_logits, 1 + i)
-            valid = (shift(loss_mask, 2 + i) > 0) & shift(in_draft_vocab, 1 + i, fill=False)
+            valid = (shift(loss_mask, 2 + i) > 0) & shift(teacher.in_draft_vocab, 1 + i, fill=False)
+            rows, anchors = valid.nonzero(as_tuple=True)
             count = valid.sum().float()
             count = (normalizer(count) if normalizer else count).clamp_min(1)
-            cross_entropy = -(torch.softmax(wanted, dim=-1) * logp).sum(-1)
-            loss = (cross_entropy * valid).sum() / count
+            logp = torch.log_softmax(head.logits(hidden[rows, anchors]).float(), dim=-1)  # [M, draft]
+            wanted = teacher.probs[rows, anchors + 1 + i]  # [M, draft]
+            loss = -(wanted * logp).sum() / count
             total = total + self.decay**i * loss
             losses.append(loss.detach())
-            accuracies.append(((logp.argmax(-1) == wanted.argmax(-1)) & valid).sum() / count)
-        return total, torch.stack(losses), torch.stack(accuracies)
+            with torch.no_grad():
+                accuracies.append((logp.argmax(-1) == teacher.greedy[rows, anchors + 1 + i]).sum() / count)
+                p = wanted * teacher.mass[rows, anchors + 1 + i, None]
+                acceptances.append(torch.minimum(p, logp.exp()).sum() / count)
+        return total, torch.stack(losses), torch.stack(accuracies), torch.stack(acceptances)
+
+
+@dataclass
+class Teacher:
+    """The target's next-token distribution at each position of a batch, over the draft vocabulary."""
+
+    probs: torch.Tensor  # [B, T, draft] float32: restricted to the draft vocabulary and renormalised
+    mass: torch.Tensor  # [B, T] float32: the target's probability of the draft vocabulary as a whole
+    greedy: torch.Tensor  # [B, T] the draft id of the most likely draft token
+    in_draft_vocab: torch.Tensor  # [B, T] bool: the target's greedy token is in the draft vocabulary
+
+    @classmethod
+    def from_states(cls, rows: torch.Tensor, t2d: torch.Tensor, hidden, target_token, logsumexp) -> "Teacher":
+        """rows [draft, H]: lm_head's rows of the draft tokens (Target.lm_head_rows); hidden
+        [B, T, H] the target's final states, target_token and logsumexp [B, T] their stats.
+        The whole-vocabulary probabilities of the draft tokens are probs * mass."""
+        logits = (hidden.to(rows.dtype) @ rows.T).float()
+        draft_logsumexp = torch.logsumexp(logits, -1)
+        return cls(torch.softmax(logits, -1), torch.exp(draft_logsumexp - logsumexp.float()).clamp_max(1),
+                   logits.argmax(-1), t2d[target_token])
+
+
+def length_bucketed_batches(lengths: list[int], batch_size: int, generator: torch.Generator,
+                            bucket: int = 32) -> list[list[int]]:
+    """One pass over the data in batches of similar lengths, so that padding costs little:
+    a seeded permutation cut into groups of `bucket` batches, each group sorted by length
+    and cut into batches, then all batches shuffled. Every example is in exactly one batch."""
+    order = torch.randperm(len(lengths), generator=generator).tolist()
+    batches = []
+    for start in range(0, len(order), bucket * batch_size):
+        group = sorted(order[start : start + bucket * batch_size], key=lambda i: lengths[i])
+        batches += [group[b : b + batch_size] for b in range(0, len(group), batch_size)]
+    return [batches[i] for i in torch.randperm(len(batches), generator=generator).tolist()]
 
 
 def batch_states(target: Target, store: FeatureStore | None, indices: list[int], examples: list[Example], device):
-    """Padded batch: input_ids, loss_mask, features, final hidden states (from the store when given)."""
+    """Padded batch: input_ids, loss_mask, features, and the target's final hidden states,
+    greedy tokens and log-normalisers (from the store when given, else computed now)."""
     ids, loss_mask, attention = pad_batch([examples[i] for i in indices])
     if store is None:
         features, hidden = target.training_states(ids.to(device), attention.to(device))
+        tokens, normalizers = (t.view(hidden.shape[:2]) for t in target.teacher_stats(hidden.flatten(0, 1)))
     else:
         stored = [store.states(i) for i in indices]
-        features = pad_sequence([f for f, _ in stored], batch_first=True).to(device)
-        hidden = pad_sequence([h for _, h in stored], batch_first=True).to(device)
-    return ids.to(device), loss_mask.to(device), features, hidden
+        features, hidden, tokens, normalizers = (pad_sequence([getattr(s, name) for s in stored], batch_first=True)
+                                                 .to(device) for name in STATES)
+    return ids.to(device), loss_mask.to(device), features, hidden, tokens, normalizers
 
 
 def parse_args(argv=None):
@@ -212,38 +252,44 @@ def main(argv=None) -> int:
     # positions (over the number of processes, which gradient averaging divides by again)
     # makes the update that of the whole batch in one process.
     normalizer = (lambda count: accelerator.reduce(count, "sum") / processes) if processes > 1 else None
-    fields = ["step", "epoch", "lr", "loss"] + [f"loss_{i}" for i in range(args.ttt_steps)] + [f"acc_{i}" for i in range(args.ttt_steps)]
+    fields = ["step", "epoch", "lr", "loss"] + [f"{name}_{i}" for name in ("loss", "acc", "accept")
+                                               for i in range(args.ttt_steps)]
     log = CsvLog(os.path.join(args.work, "log.csv"), fields) if main_process else None
     if main_process:
         print(f"{len(examples)} examples, draft vocabulary {draft_vocab_size} of {target.vocab_size}, "
               f"{total_steps} steps, {processes} process(es), bf16 autocast: {use_bf16}")
 
-    order: list[int] = []
+    lengths = [len(e.input_ids) for e in examples]
+    draft_rows = target.lm_head_rows(torch.arange(draft_vocab_size, device=device) + head.d2t)
+    batches: list[list[int]] = []
     bar = tqdm(range(step, total_steps), initial=step, total=total_steps, desc="train", dynamic_ncols=True,
                disable=not main_process)
     for step in bar:
-        if not order:  # a new pass over the data, in a seeded order
-            order = torch.randperm(len(examples), generator=generator).tolist()
-        indices, order = order[: args.batch_size], order[args.batch_size :]
+        if not batches:  # a new pass over the data, in a seeded order
+            batches = length_bucketed_batches(lengths, args.batch_size, generator)
+        indices = batches.pop()
         indices = indices[accelerator.process_index :: processes] or indices[:1]
         lr = cosine_lr(step, total_steps, args.warmup, args.lr)
         set_lr(optimizer, lr)
-        input_ids, loss_mask, features, hidden = batch_states(target, store, indices, examples, device)
+        input_ids, loss_mask, features, hidden, tokens, normalizers = batch_states(target, store, indices, examples,
+                                                                                   device)
         with torch.no_grad():
-            target_logits = target.logits_from_hidden(hidden.to(target.dtype))
+            teacher = Teacher.from_states(draft_rows, head.t2d, hidden, tokens, normalizers)
         with autocast(device, use_bf16):
-            loss, losses, accuracies = model(features, target_logits, input_ids, loss_mask, normalizer)
+            loss, losses, accuracies, acceptances = model(features, teacher, input_ids, loss_mask, normalizer)
         accelerator.backward(loss)
         accelerator.clip_grad_norm_(model.parameters(), args.grad_clip)
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
-        loss, losses, accuracies = (accelerator.reduce(t.detach(), "mean") for t in (loss, losses, accuracies))
+        loss, losses, accuracies, acceptances = (accelerator.reduce(t.detach(), "mean")
+                                                 for t in (loss, losses, accuracies, acceptances))
         done = step + 1
         if main_process:
             bar.set_postfix(loss=f"{loss.item():.3f}", acc="/".join(f"{a:.2f}" for a in accuracies.tolist()))
             log.write(step=done, epoch=f"{done / steps_per_epoch:.3f}", lr=f"{lr:.3e}", loss=f"{loss.item():.4f}",
                       **{f"loss_{i}": f"{v:.4f}" for i, v in enumerate(losses.tolist())},
-                      **{f"acc_{i}": f"{v:.4f}" for i, v in enumerate(accuracies.tolist())})
+                      **{f"acc_{i}": f"{v:.4f}" for i, v in enumerate(accuracies.tolist())},
+                      **{f"accept_{i}": f"{v:.4f}" for i, v in enumerate(acceptances.tolist())})
         if (done % args.save_every == 0 or done == total_steps) and main_process:
             save_state(state_path, head, optimizer, done, data_rng=generator.get_state())
             save_head(head, args.out, DTYPES[args.save_dtype])

@@ -2,7 +2,9 @@
 under `accelerate launch` that matches one process."""
 
 import csv
+import gzip
 import os
+from dataclasses import astuple
 import signal
 import subprocess
 import sys
@@ -12,6 +14,7 @@ import torch
 
 from eagle3.data import load_examples
 from eagle3.features import FeatureStore
+from eagle3.target import load_target
 from tests.models import make_target, make_tokenizer
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -70,12 +73,20 @@ def test_features_are_sharded_resumable_and_hold_regenerated_replies(chat_target
     assert len(store) == 10 and len(store.shards) == 3
     both = FeatureStore([features, features])  # two directories read as one dataset, in order
     assert len(both) == 20 and both.example(15) == store.example(5)
-    assert all(torch.equal(a, b) for a, b in zip(both.states(12), store.states(2)))
+    assert all(torch.equal(a, b) for a, b in zip(astuple(both.states(12)), astuple(store.states(2))))
     replies = open(os.path.join(features, "regenerated.jsonl"), encoding="utf-8").read()
     assert "def is_prime" not in replies  # the written answers were replaced by the target's
     example = store.example(5)
-    states, hidden = store.states(5)
-    assert states.shape == (len(example.input_ids), 3 * 64) and hidden.shape == (len(example.input_ids), 64)
+    states, n = store.states(5), len(example.input_ids)
+    assert states.features.shape == (n, 3 * 64) and states.hidden.shape == (n, 64)
+    # The teacher's stats are those of the target's full logits at each position (recomputed here
+    # in float32 from the stored states, which the features' run may have made in bfloat16: the
+    # greedy token is the argmax or within rounding of it).
+    target = load_target(target_dir, "cpu", "float32")
+    logits = target.model.lm_head(states.hidden.to(torch.float32)).float()
+    chosen = logits.gather(-1, states.target_token[:, None])[:, 0]
+    assert (chosen >= logits.max(-1).values - 0.05).all()
+    assert torch.allclose(states.logsumexp, torch.logsumexp(logits, -1), atol=0.05)
 
     shard = os.path.join(features, "shard-00001.safetensors")
     before = FeatureStore(features).states(5)
@@ -86,7 +97,7 @@ def test_features_are_sharded_resumable_and_hold_regenerated_replies(chat_target
               "--regenerate", "--max-new-tokens", "12", "--shard-size", "4", "--device", "cpu")
     assert "2 already written" in log
     after = FeatureStore(features).states(5)
-    assert all(torch.equal(a, b) for a, b in zip(before, after))
+    assert all(torch.equal(a, b) for a, b in zip(astuple(before), astuple(after)))
 
 
 def losses(work):
@@ -118,7 +129,6 @@ def test_two_processes_train_like_one(chat_target, features):
 def test_replies_come_in_resumable_chunks_at_temperatures_in_turn(chat_target, tmp_path, monkeypatch):
     import eagle3.features
     from eagle3.data import read_jsonl
-    from eagle3.target import load_target
 
     target = load_target(chat_target[0], "cpu", "float32")
     calls, generate = [], eagle3.features.continue_prompts
@@ -131,20 +141,20 @@ def test_replies_come_in_resumable_chunks_at_temperatures_in_turn(chat_target, t
     out = str(tmp_path / "replies")
     first = eagle3.features.regenerate_file(target, SAMPLE, out, 6, [0.0, 0.9], 4, seed=0, chunk_size=4, limit=8)
     assert len(read_jsonl(first)) == 8 and sorted(os.listdir(os.path.join(out, "regenerated"))) == [
-        "part-00000.jsonl", "part-00001.jsonl"]
+        "part-00000.jsonl.gz", "part-00001.jsonl.gz"]
     assert {t for _, t in calls[:1]} == {0.0} and calls[-1][1] == 0.9  # chunk 0 greedy, chunk 1 sampled
-    made = open(os.path.join(out, "regenerated", "part-00000.jsonl"), encoding="utf-8").read()
+    made = gzip.open(os.path.join(out, "regenerated", "part-00000.jsonl.gz"), "rt", encoding="utf-8").read()
     calls.clear()
     whole = eagle3.features.regenerate_file(target, SAMPLE, out, 6, [0.0, 0.9], 4, seed=0, chunk_size=4)
     assert sum(n for n, _ in calls) >= 2 and all(n <= 2 for n, _ in calls)  # only the last chunk's 2 records
     records = read_jsonl(whole)
-    assert len(records) == 10 and open(os.path.join(out, "regenerated", "part-00000.jsonl")).read() == made
+    assert len(records) == 10 and gzip.open(os.path.join(out, "regenerated", "part-00000.jsonl.gz"), "rt").read() == made
     assert all(m["content"] != "" for r in records for m in r["conversations"] if m["role"] == "assistant")
     # More data later: --skip makes only the chunks after it, numbered as in the whole file.
     calls.clear()
     more = str(tmp_path / "more")
     added = eagle3.features.regenerate_file(target, SAMPLE, more, 6, [0.0, 0.9], 4, seed=0, chunk_size=4, skip=4, limit=8)
     assert [r["conversations"][0] for r in read_jsonl(added)] == [r["conversations"][0] for r in records[4:8]]
-    assert os.listdir(os.path.join(more, "regenerated")) == ["part-00001.jsonl"] and {t for _, t in calls} == {0.9}
+    assert os.listdir(os.path.join(more, "regenerated")) == ["part-00001.jsonl.gz"] and {t for _, t in calls} == {0.9}
     with pytest.raises(ValueError, match="skip: 3 is not a multiple of the chunk size 4"):
         eagle3.features.regenerate_file(target, SAMPLE, more, 6, [0.0], 4, seed=0, chunk_size=4, skip=3)

@@ -126,3 +126,37 @@ def test_trainer_smoke(tmp_path, tokenizer, capsys):
     other = [a if a != "120" else "100" for a in more] + ["--max-steps", "1"]
     assert train_main(other) == 2
     assert "--draft-vocab-size 100 differs from the 120 of the head in --init" in capsys.readouterr().err
+
+
+def test_length_bucketed_batches_cover_each_example_once():
+    from eagle3.train import length_bucketed_batches
+
+    lengths = torch.randint(1, 500, (203,), generator=torch.Generator().manual_seed(0)).tolist()
+    batches = length_bucketed_batches(lengths, 8, torch.Generator().manual_seed(1), bucket=4)
+    assert sorted(i for batch in batches for i in batch) == list(range(203))
+    assert all(1 <= len(batch) <= 8 for batch in batches)
+    # Within a batch lengths are close: the spread is far below that of random batches.
+    spread = sum(max(lengths[i] for i in b) - min(lengths[i] for i in b) for b in batches) / len(batches)
+    assert spread < 150
+    again = length_bucketed_batches(lengths, 8, torch.Generator().manual_seed(1), bucket=4)
+    assert again == batches
+
+
+def test_teacher_over_draft_rows_equals_full_logits():
+    from eagle3.train import Teacher
+
+    target = make_target("llama", vocab_size=40, logit_scale=4.0)
+    head = make_head(target, draft_vocab_size=12)
+    hidden = torch.randn(2, 5, target.hidden_size)
+    tokens, normalizers = target.teacher_stats(hidden.flatten(0, 1), chunk=3)
+    full = target.model.lm_head(hidden).float()  # [2, 5, 40]
+    assert torch.equal(tokens.view(2, 5), full.argmax(-1))
+    assert torch.allclose(normalizers.view(2, 5), torch.logsumexp(full, -1))
+    draft_ids = torch.arange(12) + head.d2t
+    teacher = Teacher.from_states(target.lm_head_rows(draft_ids), head.t2d, hidden, tokens.view(2, 5),
+                                  normalizers.view(2, 5))
+    restricted = full[..., draft_ids]
+    assert torch.allclose(teacher.probs, torch.softmax(restricted, -1), atol=1e-6)
+    assert torch.allclose(teacher.probs * teacher.mass[..., None], torch.softmax(full, -1)[..., draft_ids], atol=1e-6)
+    assert torch.equal(teacher.greedy, restricted.argmax(-1))
+    assert torch.equal(teacher.in_draft_vocab, head.t2d[full.argmax(-1)])
