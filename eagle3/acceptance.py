@@ -67,6 +67,33 @@ def sample(probs: torch.Tensor, generator: torch.Generator | None) -> int:
     return int(torch.multinomial(probs, 1, generator=generator))
 
 
+def nucleus(logits: torch.Tensor, sampling: SamplingConfig, candidates: int = 1024):
+    """target_probs' distribution over the `candidates` most likely tokens of each row of
+    logits [n, V], when its top-p nucleus lies among them: (probs [n, c], token ids [n, c],
+    covered [n] bool); rows not covered must use target_probs. The same distribution at a
+    fraction of a full sort's cost, for top-p without top-k."""
+    probs = torch.softmax(logits.float() / sampling.temperature, dim=-1)
+    top, ids = probs.topk(min(candidates, probs.shape[-1]), dim=-1)  # descending
+    before = top.cumsum(dim=-1) - top
+    covered = before[:, -1] + top[:, -1] >= sampling.top_p  # every later token is dropped too
+    kept = top.masked_fill(before >= sampling.top_p, 0.0)
+    return kept / kept.sum(dim=-1, keepdim=True), ids, covered
+
+
+def sample_rows(logits: torch.Tensor, sampling: SamplingConfig, generator: torch.Generator | None) -> torch.Tensor:
+    """One token per row of logits [n, V] from target_probs' distribution: [n]. With top-p
+    and no top-k, rows whose nucleus lies among the top candidates sample among those."""
+    if 0 < sampling.top_p < 1 and sampling.top_k == 0:
+        probs, ids, covered = nucleus(logits, sampling)
+        tokens = ids.gather(-1, torch.multinomial(probs, 1, generator=generator))[:, 0]
+        if covered.all():
+            return tokens
+        rest = (~covered).nonzero()[:, 0]
+        tokens[rest] = torch.multinomial(target_probs(logits[rest], sampling), 1, generator=generator)[:, 0]
+        return tokens
+    return torch.multinomial(target_probs(logits, sampling), 1, generator=generator)[:, 0]
+
+
 def choose_among(probs: torch.Tensor, candidates: list[int], generator: torch.Generator | None) -> tuple[int | None, int]:
     """One node's acceptance step. probs [V]: the target distribution; candidates: distinct
     drafted tokens in the order to try. Returns (index of the accepted candidate or None,

@@ -35,7 +35,7 @@ from safetensors.torch import save_file
 from tqdm import tqdm
 
 from eagle3.data import Example, conversation_messages, load_examples, pad_batch, read_jsonl
-from eagle3.regenerate import continue_prompts
+from eagle3.regenerate import generate_replies, reply_sampling
 from eagle3.target import DTYPES, Target, load_target
 from eagle3.training import written_whole
 
@@ -166,19 +166,33 @@ class FeatureStore:
 def regenerate_conversations(target: Target, records: list[dict], max_new_tokens: int, temperature: float,
                              batch_size: int, seed: int) -> list[dict]:
     """Each assistant turn replaced by the target's reply to the conversation before it
-    (earlier turns already regenerated). Needs a tokenizer with a chat template."""
-    if not getattr(target.tokenizer, "chat_template", None):
+    (earlier turns already regenerated). Needs a tokenizer with a chat template. All turns
+    of all records are decoded in one continuous batch: as a reply ends, the prompt of its
+    conversation's next assistant turn joins the queue."""
+    tokenizer = target.tokenizer
+    if not getattr(tokenizer, "chat_template", None):
         raise ValueError("regenerate: the target's tokenizer has no chat template to render the conversations")
     conversations = [conversation_messages(r) for r in records]
-    for turn in range(max(len(c) for c in conversations)):
-        rows = [c for c in conversations if turn < len(c) and c[turn]["role"] == "assistant"]
-        if not rows:
-            continue
-        prompts = [target.tokenizer.apply_chat_template(c[:turn], tokenize=False, add_generation_prompt=True) for c in rows]
-        replies = continue_prompts(target, prompts, max_new_tokens, temperature, batch_size, seed + turn,
-                                   add_special_tokens=False)
-        for conversation, reply in zip(rows, replies):
-            conversation[turn] = {"role": "assistant", "content": reply.strip()}
+
+    def ask(index: int, after: int) -> list[int] | None:
+        """Queue the prompt of conversation `index`'s first assistant turn after `after`."""
+        conversation = conversations[index]
+        turn = next((t for t in range(after + 1, len(conversation)) if conversation[t]["role"] == "assistant"), None)
+        if turn is None:
+            return None
+        asked.append((index, turn))
+        text = tokenizer.apply_chat_template(conversation[:turn], tokenize=False, add_generation_prompt=True)
+        return tokenizer(text, add_special_tokens=False).input_ids
+
+    def answered(i: int, reply: list[int]) -> list[int] | None:
+        index, turn = asked[i]
+        conversations[index][turn] = {"role": "assistant", "content": tokenizer.decode(reply, skip_special_tokens=True).strip()}
+        return ask(index, turn)
+
+    asked: list[tuple[int, int]] = []  # (conversation, turn) of each prompt, in generate_replies' order
+    prompts = [p for p in (ask(index, -1) for index in range(len(conversations))) if p is not None]
+    if prompts:
+        generate_replies(target, prompts, max_new_tokens, reply_sampling(temperature), batch_size, seed, answered)
     return [{"conversations": c} for c in conversations]
 
 

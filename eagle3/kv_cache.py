@@ -135,6 +135,16 @@ class SlotLayer(PreallocatedLayer):
         return self._keys[:, :, :width], self._values[:, :, :width]
 
     @torch.inference_mode()
+    def grow(self, capacity: int) -> None:
+        if self.is_initialized:
+            for name in ("_keys", "_values"):
+                old = getattr(self, name)
+                new = old.new_zeros(*old.shape[:2], capacity, old.shape[-1])
+                new[:, :, : old.shape[2]] = old
+                setattr(self, name, new)
+        self.capacity = capacity
+
+    @torch.inference_mode()
     def insert(self, slots: list[int], source: PreallocatedLayer, lengths: list[int]) -> None:
         if not self.is_initialized:
             batch, heads, _, head_dim = source._keys.shape
@@ -161,6 +171,13 @@ class SlotKVCache(Cache):
 
     def get_seq_length(self, layer_idx: int = 0) -> int:
         return self.width
+
+    def grow(self, capacity: int) -> None:
+        """Room for at least `capacity` positions per row (a longer prompt came in); kept rows stay."""
+        if capacity > self.capacity:
+            for layer in self.layers:
+                layer.grow(capacity)
+            self.capacity = capacity
 
     def insert(self, slots: list[int], source: KVCache, lengths: list[int]) -> None:
         """Rows 0.. of `source` (first lengths[i] positions each) become the given slots."""

@@ -16,11 +16,12 @@ import os
 import random
 import re
 import sys
+from collections.abc import Callable
 
 import torch
 from tqdm import tqdm
 
-from eagle3.acceptance import SamplingConfig, target_probs
+from eagle3.acceptance import SamplingConfig, sample_rows
 from eagle3.decode import prefill
 from eagle3.kv_cache import SlotKVCache
 from eagle3.target import Target, load_target
@@ -76,15 +77,24 @@ def continue_prompts(target: Target, prompts: list[str], max_new_tokens: int, te
     Sampled continuations (temperature > 0) use top-p 0.95."""
     tokenizer = target.tokenizer
     ids = [tokenizer(p, add_special_tokens=add_special_tokens).input_ids for p in prompts]
-    sampling = SamplingConfig(temperature, top_p=0.95 if temperature > 0 else 1.0)
-    replies = generate_replies(target, ids, max_new_tokens, sampling, batch_size, seed)
+    replies = generate_replies(target, ids, max_new_tokens, reply_sampling(temperature), batch_size, seed)
     return tokenizer.batch_decode(replies, skip_special_tokens=True)
+
+
+def reply_sampling(temperature: float) -> SamplingConfig:
+    """How training-data replies are drawn: greedy at 0, else at this temperature with top-p 0.95."""
+    return SamplingConfig(temperature, top_p=0.95 if temperature > 0 else 1.0)
 
 
 @torch.inference_mode()
 def generate_replies(target: Target, prompts: list[list[int]], max_new_tokens: int, sampling: SamplingConfig,
-                     slots: int, seed: int) -> list[list[int]]:
+                     slots: int, seed: int,
+                     follow_up: Callable[[int, list[int]], list[int] | None] | None = None) -> list[list[int]]:
     """Each prompt's continuation as token ids, EOS excluded, in the prompts' order.
+
+    `follow_up(i, reply)`, called as each reply ends, may return a further prompt (the next
+    turn of prompt i's conversation, say): it joins the queue as prompt len(prompts) so far,
+    and the result has its reply at that index too.
 
     Continuous batching for training data: `slots` rows decode together, one token each per
     target forward, and a row whose reply ends takes the next prompt, so that every forward
@@ -93,19 +103,19 @@ def generate_replies(target: Target, prompts: list[list[int]], max_new_tokens: i
     exactness is kept between rows and one-token steps (see eagle3.decode for that)."""
     device, eos = target.device, target.eos_token_ids
     generator = torch.Generator(device).manual_seed(seed)
+    prompts = list(prompts)
     queue = sorted(range(len(prompts)), key=lambda i: len(prompts[i]))
     slots = min(slots, len(prompts))
     cache = SlotKVCache(target.num_layers, slots, max(len(p) for p in prompts) + max_new_tokens, device)
     owner: list[int | None] = [None] * slots  # the prompt each slot is answering
     tokens = torch.zeros(slots, dtype=torch.long, device=device)  # each slot's next input
     replies: list[list[int]] = [[] for _ in prompts]
-    key_index = torch.arange(cache.capacity, device=device)
     bar = tqdm(total=len(prompts), desc=f"replies T={sampling.temperature:g}", unit="prompt", dynamic_ncols=True)
 
     def pick(logits: torch.Tensor) -> torch.Tensor:
         if sampling.greedy:
             return logits.argmax(-1)
-        return torch.multinomial(target_probs(logits, sampling), 1, generator=generator)[:, 0]
+        return sample_rows(logits, sampling, generator)
 
     def take(slot: int, token: int) -> None:
         """Append a slot's new token, or free the slot when its reply is done."""
@@ -114,6 +124,13 @@ def generate_replies(target: Target, prompts: list[list[int]], max_new_tokens: i
             reply.append(token)
             tokens[slot] = token
         if token in eos or len(reply) == max_new_tokens:
+            further = follow_up(owner[slot], reply) if follow_up else None
+            if further is not None:
+                queue.append(len(prompts))
+                prompts.append(further)
+                replies.append([])
+                cache.grow(len(further) + max_new_tokens)
+                bar.total += 1
             owner[slot] = None
             cache.lengths[slot] = 0  # its junk writes land at 0 until a new prompt overwrites it
             bar.update(1)
@@ -134,7 +151,7 @@ def generate_replies(target: Target, prompts: list[list[int]], max_new_tokens: i
             continue
         cache.width = int(cache.lengths.max()) + 1
         positions = cache.lengths[:, None]  # [slots, 1]
-        keys = key_index[: cache.width].expand(slots, -1)
+        keys = torch.arange(cache.width, device=device).expand(slots, -1)
         mask = target.attention_mask((keys <= positions)[:, None, :], positions, keys)
         logits = target.forward(tokens[:, None], positions, cache, mask).logits[:, -1]
         cache.lengths += live

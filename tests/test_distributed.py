@@ -131,13 +131,13 @@ def test_replies_come_in_resumable_chunks_at_temperatures_in_turn(chat_target, t
     from eagle3.data import read_jsonl
 
     target = load_target(chat_target[0], "cpu", "float32")
-    calls, generate = [], eagle3.features.continue_prompts
+    calls, generate = [], eagle3.features.generate_replies
 
-    def recorded(target, prompts, max_new_tokens, temperature, *args, **kwargs):
-        calls.append((len(prompts), temperature))
-        return generate(target, prompts, max_new_tokens, temperature, *args, **kwargs)
+    def recorded(target, prompts, max_new_tokens, sampling, *args, **kwargs):
+        calls.append((len(prompts), sampling.temperature))
+        return generate(target, prompts, max_new_tokens, sampling, *args, **kwargs)
 
-    monkeypatch.setattr(eagle3.features, "continue_prompts", recorded)
+    monkeypatch.setattr(eagle3.features, "generate_replies", recorded)
     out = str(tmp_path / "replies")
     first = eagle3.features.regenerate_file(target, SAMPLE, out, 6, [0.0, 0.9], 4, seed=0, chunk_size=4, limit=8)
     assert len(read_jsonl(first)) == 8 and sorted(os.listdir(os.path.join(out, "regenerated"))) == [

@@ -45,3 +45,22 @@ def test_sampled_replies_are_seeded_and_stop_at_eos(target):
     assert first == generate_replies(target, asked, 8, sampling, slots=3, seed=5)
     assert first != generate_replies(target, asked, 8, sampling, slots=3, seed=6)
     assert all(EOS not in reply and len(reply) <= 8 for reply in first)
+
+
+def test_follow_up_prompts_join_the_queue_and_the_cache_grows(target):
+    asked = prompts(6, seed=2)
+    everything = list(asked)
+
+    def follow_up(i, reply):
+        # the first prompts' next turn: longer than any first prompt plus a reply
+        if i >= len(asked):
+            return None
+        further = everything[i] + reply + [5, 6] * 8
+        everything.append(further)
+        return further
+
+    replies = generate_replies(target, asked, 10, SamplingConfig(), slots=4, seed=0, follow_up=follow_up)
+    assert len(replies) == len(everything) == 12
+    for prompt, reply in zip(everything, replies):
+        output = collect(list(plain_decode(target, prompt, GenerationConfig(max_new_tokens=10)))).output_ids
+        assert reply == [t for t in output if t != EOS]

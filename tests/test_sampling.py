@@ -123,3 +123,24 @@ def test_seeded_sampling_is_reproducible(pair):
     runs = [[e.output_ids[:] for e in speculative_decode(target, head, PROMPT, TreeConfig(3, 3, 10), config)][-1]
             for _ in range(2)]
     assert runs[0] == runs[1] and len(runs[0]) == 20
+
+
+def test_nucleus_over_the_top_candidates_is_target_probs():
+    from eagle3.acceptance import nucleus, sample_rows
+
+    torch.manual_seed(0)
+    logits = torch.randn(6, 500) * torch.tensor([0.5, 1, 2, 4, 8, 16])[:, None]  # flat to peaked rows
+    for top_p in (0.5, 0.9, 0.95):
+        sampling = SamplingConfig(temperature=0.8, top_p=top_p)
+        probs, ids, covered = nucleus(logits, sampling, candidates=64)
+        assert covered.any() and not covered.all()  # the flattest rows need more than 64 candidates
+        full = target_probs(logits, sampling)
+        dense = torch.zeros_like(full).scatter(-1, ids, probs)
+        assert torch.allclose(dense[covered], full[covered], atol=1e-6)
+    # sample_rows draws from target_probs: empirical frequencies over many draws of one row each kind
+    sampling = SamplingConfig(temperature=1.0, top_p=0.9)
+    rows = logits[[0, 4]].repeat_interleave(4000, dim=0)
+    draws = sample_rows(rows, sampling, torch.Generator().manual_seed(1))
+    for kind, row in enumerate((0, 4)):
+        counts = torch.bincount(draws[kind * 4000 : (kind + 1) * 4000], minlength=500).float() / 4000
+        assert (counts - target_probs(logits[row : row + 1], sampling)[0]).abs().max() < 0.03
