@@ -34,9 +34,10 @@ import transformers
 from eagle3 import GenerationConfig, SamplingConfig, TreeConfig, load_head, load_target
 from eagle3.adaptive import AdaptiveDepth
 from eagle3.batch import AUTO_MAX_SPECULATIVE_BATCH
-from eagle3.decode import decode_rows, plain_decode, speculative_decode
+from eagle3.decoding import decode
+from eagle3.drafters import SPECULATIVE_DRAFTERS, drafter_named
 from eagle3.events import RoundEvent, Token, TreeView
-from eagle3.lookup import COPIED, DRAFTERS
+from eagle3.lookup import COPIED
 from eagle3.options import add_pair_options
 from eagle3.presets import PRESETS, Preset
 from eagle3.prompts import first_per_category, fit_chat, read_prompts
@@ -73,6 +74,18 @@ REPLAY_TEMPLATE = """<div class="replay empty">
     <div class="replay-pane"><b>Plain decoding</b> <span class="replay-done"></span><div class="tokens" data-decoder="plain"></div></div>
   </div>
 </div>"""
+
+
+# The text of a pane's last reply, as the visitor reads it (rejected drafts left out), to the clipboard
+COPY_REPLY_JS = """() => {
+  const replies = document.querySelectorAll('#PANE [data-testid="bot"]');
+  if (!replies.length) return;
+  const reply = replies[replies.length - 1].cloneNode(true);
+  reply.querySelectorAll('.tok.rejected').forEach((node) => node.remove());
+  const text = [...reply.querySelectorAll('.tok')].map((node) => node.textContent).join('');
+  document.body.dataset.copied = text;
+  navigator.clipboard?.writeText(text);
+}"""
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -183,20 +196,14 @@ def render_tree(tree: TreeView | None, path: list[int], texts: list[str], title:
     """The draft tree as SVG: depth left to right, the accepted path in green."""
     if tree is None:
         return '<div class="tree-svg"><p>The draft tree of a round appears here.</p></div>'
-    n = len(tree.tokens)
-    children: list[list[int]] = [[] for _ in range(n)]
-    for node, parent in enumerate(tree.parents):
-        if parent >= 0:
-            children[parent].append(node)
-    for kids in children:
-        kids.sort(key=lambda c: -tree.scores[c])
+    n, children = len(tree.tokens), tree.children
     rows, leaves = [0.0] * n, 0
     for node in _postorder(children):
         if children[node]:
             rows[node] = (rows[children[node][0]] + rows[children[node][-1]]) / 2
         else:
             rows[node], leaves = leaves, leaves + 1
-    width, height, col, row = 112, 22, 128, 28
+    width, height, col, row = 112, 22, 144, 28  # a 32-pixel gap between levels leaves room for the edges
     accepted = {0, *path}
     x = lambda node: 8 + tree.depths[node] * col  # noqa: E731
     y = lambda node: 24 + rows[node] * row  # noqa: E731
@@ -239,7 +246,8 @@ class RunView:
     name: str
     stats: RunStats = field(default_factory=RunStats)
     html: list[str] = field(default_factory=list)
-    trees: list[tuple[int, TreeView, list[int]]] = field(default_factory=list)  # (round, tree, accepted path)
+    # Per verification round: (round, its tree or None where nothing was drafted, accepted path)
+    trees: list[tuple[int, TreeView | None, list[int]]] = field(default_factory=list)
     frames: list[tuple[float, str]] = field(default_factory=list)  # (compute seconds, HTML of the tokens it added)
 
     def add(self, event: RoundEvent, speculative: bool) -> None:
@@ -247,8 +255,8 @@ class RunView:
         render = (lambda t: token_html(t, event.index)) if speculative else plain_html
         added = [render(t) for t in event.tokens]
         self.html += added
-        self.frames.append((round(event.elapsed_s, 4), "".join(added)))
-        if speculative and event.index > 0 and len(event.tree.tokens) > 1:  # the last round may have no room to draft
+        self.frames.append((round(self.stats.elapsed_s, 4), "".join(added)))
+        if event.index > 0:
             self.trees.append((event.index, event.tree, event.accepted_path))
 
 
@@ -431,6 +439,18 @@ class Decoding:
     config: GenerationConfig
 
 
+def setting(label: str, value, kind: type = int) -> int | float:
+    """A slider's (or an API caller's) value as `kind`, or a ValueError naming the slider: an
+    emptied box sends None, and a typed one may send any text."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{label}: {'empty' if value in (None, '') else repr(value)}; enter a number") from None
+    if kind is int and not number.is_integer():
+        raise ValueError(f"{label}: {value} is not a whole number")
+    return kind(number)
+
+
 def parse_request(request: ChatRequest, batch: bool = False) -> Decoding:
     """The checked settings of one request, or a ValueError / gr.Error that names the problem.
     A batch takes each line of the message as a prompt of its own, without the chat's history."""
@@ -442,13 +462,16 @@ def parse_request(request: ChatRequest, batch: bool = False) -> Decoding:
     messages = [line for line in message.splitlines() if line.strip()] if batch else [message]
     if len(messages) > MAX_BATCH:
         raise ValueError(f"batch: {len(messages)} prompts; this server decodes at most {MAX_BATCH} together")
-    if request.drafter not in DRAFTERS:
-        raise ValueError(f"drafter: {request.drafter!r} is not one of {', '.join(DRAFTERS)}")
+    if request.drafter not in SPECULATIVE_DRAFTERS:
+        raise ValueError(f"drafter: {request.drafter!r} is not one of {', '.join(SPECULATIVE_DRAFTERS)}")
     preset, target, head = MODELS.get(request.preset)
-    tree = TreeConfig(int(request.depth), int(request.top_k), int(request.total_tokens))
+    tree = TreeConfig(setting("Draft depth k", request.depth), setting("Tree top_k", request.top_k),
+                      setting("Total draft tokens", request.total_tokens))
     tree.validate(head.config.draft_vocab_size)
-    sampling = SamplingConfig(float(request.temperature), float(request.top_p))
-    config = GenerationConfig(int(min(request.max_new_tokens, MAX_NEW_TOKENS)), sampling, seed=0)
+    sampling = SamplingConfig(setting("Temperature", request.temperature, float), setting("Top-p", request.top_p, float))
+    config = GenerationConfig(setting("Max new tokens", request.max_new_tokens), sampling, seed=0)
+    if config.max_new_tokens > MAX_NEW_TOKENS:
+        raise ValueError(f"Max new tokens: {config.max_new_tokens} is above this server's limit of {MAX_NEW_TOKENS}")
     config.validate()
     context = min(target.max_context, MAX_CONTEXT)
     budget = context - config.max_new_tokens
@@ -584,9 +607,9 @@ def chat(request: ChatRequest, session: str | None = None) -> Iterator[PageUpdat
     try:
         adaptive = AdaptiveDepth(1, max(run.tree.depth, 10)) if request.adaptive else None
         prompt = run.prompts[0]
-        decoders = [(lambda: speculative_decode(run.target, run.head, prompt, run.tree, run.config, adaptive,
-                                                request.drafter), lambda event: spec.add(event, True)),
-                    (lambda: plain_decode(run.target, prompt, run.config), lambda event: plain.add(event, False))]
+        drafter = drafter_named(request.drafter, run.head, run.tree, policy=adaptive)
+        decoders = [(lambda: decode(run.target, prompt, drafter, run.config), lambda event: spec.add(event, True)),
+                    (lambda: decode(run.target, prompt, None, run.config), lambda event: plain.add(event, False))]
         try:
             for _ in paced(decoders, stop, lambda: len(plain.html) or len(spec.html)):  # the pane being written
                 yield update()
@@ -619,10 +642,11 @@ def batch(request: ChatRequest, session: str | None = None) -> Iterator[BatchUpd
 
     stop = STOPS.start(session)
     try:
-        decoders = [(lambda: decode_rows(run.target, run.head, run.prompts, request.drafter, run.tree, run.config),
-                     lambda row_event: spec[row_event[0]].add(row_event[1], True)),
-                    (lambda: decode_rows(run.target, None, run.prompts, None, config=run.config),
-                     lambda row_event: plain[row_event[0]].add(row_event[1], False))]
+        drafter = drafter_named(request.drafter, run.head, run.tree)
+        decoders = [(lambda: decode(run.target, run.prompts, drafter, run.config),
+                     lambda event: spec[event.row].add(event, True)),
+                    (lambda: decode(run.target, run.prompts, None, run.config),
+                     lambda event: plain[event.row].add(event, False))]
         try:
             for _ in paced(decoders, stop, lambda: sum(len(view.html) for view in spec)):
                 yield update()
@@ -655,14 +679,19 @@ def page_event(run: Callable[[ChatRequest, str | None], Iterator[Update]], outpu
     return respond
 
 
-def tree_html(trees: list[tuple[int, TreeView, list[int]]], index: int, tokenizer) -> str:
-    """The draft tree of round `index` (1-based; 0 or past the end means the last)."""
+def tree_html(trees: list[tuple[int, TreeView | None, list[int]]], index: int, tokenizer) -> str:
+    """The draft tree of round `index` (1-based, as the summary counts rounds; 0 or past the end
+    means the last)."""
     if not trees:
         return render_tree(None, [], [])
     index = len(trees) if not 1 <= index <= len(trees) else int(index)
     round_index, tree, path = trees[index - 1]
+    if tree is None:
+        return (f'<div class="tree-svg"><p>Round {round_index} of {len(trees)}: nothing drafted (the token budget '
+                "left no room for drafts, or no copy was found), so the target verified its root alone.</p></div>")
     texts = [tokenizer.decode([t]) for t in tree.tokens] if tokenizer is not None else [str(t) for t in tree.tokens]
-    title = f"Round {round_index}: {len(tree.tokens) - 1} drafted nodes, {len(path)} accepted (green path)"
+    title = (f"Round {round_index} of {len(trees)}: {len(tree.tokens) - 1} drafted nodes, {len(path)} accepted "
+             "(green path)")
     return render_tree(tree, path, texts, title)
 
 
@@ -693,13 +722,16 @@ def build_demo(max_queue: int = 32) -> gr.Blocks:
         history, trees = gr.State([]), gr.State([])
         with gr.Row():
             with gr.Column(scale=3):
+                # Gradio's own copy buttons would copy the coloured HTML: these copy the last reply's text
+                copy_buttons = {pane: gr.Button("Copy reply", size="sm", render=False)
+                                for pane in ("spec-pane", "plain-pane")}
                 with gr.Row():
                     spec_chat = gr.Chatbot(label="EAGLE-3", elem_id="spec-pane", elem_classes="tokens",
-                                           render_markdown=False, height=420,
-                                           feedback_options=None, buttons=["copy"])
+                                           render_markdown=False, height=420, feedback_options=None,
+                                           buttons=[copy_buttons["spec-pane"]])
                     plain_chat = gr.Chatbot(label="Plain decoding", elem_id="plain-pane", elem_classes="tokens",
-                                            render_markdown=False,
-                                            height=420, feedback_options=None, buttons=["copy"])
+                                            render_markdown=False, height=420, feedback_options=None,
+                                            buttons=[copy_buttons["plain-pane"]])
                 # The first example is already in the box: Generate sends the text the visitor sees.
                 message = gr.Textbox(examples[0], label="Message", lines=3, elem_id="prompt",
                                      placeholder="Ask a question, or pick an example below")
@@ -718,18 +750,19 @@ def build_demo(max_queue: int = 32) -> gr.Blocks:
             round_slider = gr.Slider(1, 2, value=1, step=1, label="Round (the last by default)", elem_id="round")
             tree_view = gr.HTML(render_tree(None, [], []), elem_id="tree")
         with gr.Accordion("Settings", open=True):
-            with gr.Row():
+            with gr.Row():  # the menu has a row of its own: the pairs' names are long
                 preset = gr.Dropdown(list(MODELS.presets), value=first.name, label="Target + head",
                                      elem_id="preset", scale=3, allow_custom_value=MODELS.allow_any,
                                      info="or type TARGET | HEAD (paths or hub ids)" if MODELS.allow_any else None)
+                drafter = gr.Radio(list(SPECULATIVE_DRAFTERS), value=first.drafter, label="Drafter", elem_id="drafter",
+                                   scale=2, info="eagle3: the head's tree; lookup: copies from the chat, no head; "
+                                                 "hybrid: both in one tree, verified in one pass")
+            with gr.Row():
                 greedy = gr.Button("Preset: greedy", size="sm")
                 creative = gr.Button("Preset: creative", size="sm")
                 show_rejected = gr.Checkbox(True, label="Show rejected drafts", elem_id="show-rejected")
                 adaptive = gr.Checkbox(False, label="Adaptive depth (the slider sets the starting budget)",
                                        elem_id="adaptive")
-                drafter = gr.Radio(list(DRAFTERS), value=first.drafter, label="Drafter", elem_id="drafter",
-                                   info="eagle3: the head's tree; lookup: copies from the chat, no head; "
-                                        "hybrid: both in one tree, verified in one pass")
             with gr.Row():
                 depth = gr.Slider(1, 12, value=first.tree.depth, step=1, label="Draft depth k")
                 top_k = gr.Slider(1, 16, value=first.tree.top_k, step=1, label="Tree top_k (branching)")
@@ -737,7 +770,10 @@ def build_demo(max_queue: int = 32) -> gr.Blocks:
             with gr.Row():
                 temperature = gr.Slider(0, 2, value=0, step=0.05, label="Temperature (0 = greedy)")
                 top_p = gr.Slider(0.05, 1, value=1, step=0.05, label="Top-p")
-                max_new = gr.Slider(1, MAX_NEW_TOKENS, value=128, step=1, label="Max new tokens", elem_id="max-new")
+                # A number box, not a slider: an emptied slider box snaps to its minimum in the browser,
+                # while an emptied number box sends nothing, which the request check names
+                max_new = gr.Number(128, minimum=1, maximum=MAX_NEW_TOKENS, precision=0, label="Max new tokens",
+                                    elem_id="max-new")
             preset_note = gr.Markdown(first.note)
         with gr.Accordion("Batch: several prompts decoded together", open=False, elem_id="batch"):
             gr.Markdown(
@@ -785,6 +821,8 @@ def build_demo(max_queue: int = 32) -> gr.Blocks:
                 empty_page, depth, cleared)
         round_slider.release(lambda kept, i, name: tree_html(kept, i, MODELS.get(name)[1].tokenizer),
                              [trees, round_slider, preset], tree_view)
+        for pane, button in copy_buttons.items():
+            button.click(None, None, None, js=COPY_REPLY_JS.replace("PANE", pane))
         greedy.click(lambda: (0.0, 1.0), None, [temperature, top_p])
         creative.click(lambda: (0.8, 0.95), None, [temperature, top_p])
         preset.change(preset_changed, preset, [depth, top_k, total, drafter, preset_note])

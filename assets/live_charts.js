@@ -33,7 +33,8 @@ function draw() {
   if (typeof Plotly === "undefined") { setTimeout(draw, 100); return; }  // plotly.js still loading
   const d = JSON.parse(props.value || "{}");
   if (!d.rounds) return;
-  if (!d.rounds.round.length && !Object.values(d.speed).some((s) => s.seconds.length)) {
+  const empty = !d.rounds.round.length && !Object.values(d.speed).some((s) => s.seconds.length);
+  if (empty) {
     drawn = 0;  // a new run (or a cleared page): count its updates from here
     since = performance.now();
   }
@@ -64,6 +65,10 @@ function draw() {
     orientation: "h", marker: { color: [green, violet, blue] }, hovertemplate: "%{y}: %{x} accepted drafts<extra></extra>",
   }], layout("Accepted drafts by drafter", "accepted drafts", "", { showlegend: false, hovermode: "closest", height: 150,
     yaxis: { rangemode: "normal", automargin: true } }), config);
+  if (empty) {  // axes only: nothing has run yet
+    status.textContent = "Charts draw here while the decoders run.";
+    return;
+  }
   drawn += 1;
   const rate = drawn / Math.max((performance.now() - since) / 1000, 1e-3);
   status.textContent = `${drawn} chart updates this run (${rate.toFixed(1)}/s); the last took `

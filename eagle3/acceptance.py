@@ -17,6 +17,7 @@ from enum import Enum
 
 import torch
 
+from eagle3.checks import integer_in, number
 from eagle3.tree import DraftTree
 
 
@@ -39,12 +40,13 @@ class SamplingConfig:
         return self.temperature == 0
 
     def validate(self) -> None:
+        number("temperature", self.temperature)
+        number("top_p", self.top_p)
+        integer_in("sampling top_k", self.top_k, 0, 1 << 31, " (0 keeps the whole vocabulary)")
         if not 0 <= self.temperature <= 100:
             raise ValueError(f"temperature: {self.temperature} is outside [0, 100] (0 is greedy)")
         if not 0 < self.top_p <= 1:
             raise ValueError(f"top_p: {self.top_p} is outside (0, 1]")
-        if self.top_k < 0:
-            raise ValueError(f"sampling top_k: {self.top_k} is negative (0 keeps the whole vocabulary)")
 
 
 def target_probs(logits: torch.Tensor, sampling: SamplingConfig) -> torch.Tensor:

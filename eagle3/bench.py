@@ -26,15 +26,16 @@ import torch
 from tqdm import tqdm
 
 from eagle3.adaptive import AdaptiveDepth, scaled_tree
-from eagle3.batch import generate_batch
-from eagle3.checkpoint import load_head
+from eagle3.batch import batch_drafter
+from eagle3.checkpoint import ROOT, load_head
 from eagle3.compiled import compile_decoding
-from eagle3.decode import GenerationConfig, clock, encode_prompt, plain_decode, speculative_decode
-from eagle3.lookup import DRAFTERS, LookupConfig
+from eagle3.decoding import GenerationConfig, clock, decode, encode_prompt
+from eagle3.drafters import SPECULATIVE_DRAFTERS, HeadDrafter, drafter_named
+from eagle3.lookup import LookupConfig
 from eagle3.options import add_generation_options, add_pair_options, add_tree_options, generation_config
 from eagle3.presets import choose_pair
 from eagle3.prompts import PromptRecord, first_per_category, prompt_ids as record_ids, read_prompts
-from eagle3.stats import RunStats, collect, tokens_per_round
+from eagle3.stats import RunStats, collect, collect_rows, tokens_per_round, tokens_per_second
 from eagle3.target import Target, load_target
 from eagle3.tree import TreeConfig
 
@@ -81,8 +82,8 @@ class Tally:
         self.seconds += seconds
 
     @property
-    def tokens_per_s(self) -> float | None:
-        return self.stats.new_tokens / self.seconds if self.seconds > 0 else None
+    def tokens_per_s(self) -> float:
+        return tokens_per_second(self.stats.new_tokens, self.seconds)
 
 
 def encode_records(target: Target, records: list[PromptRecord], chat: bool) -> list[list[int]]:
@@ -108,11 +109,11 @@ def run(target: Target, head, records: list[PromptRecord], tree: TreeConfig, con
 
     def decoders(prompt_ids: list[int], config: GenerationConfig) -> dict:
         """Each decoder as a call that returns its RunStats, in the order they are timed."""
-        calls = {"plain": lambda: collect(plain_decode(target, prompt_ids, config)),
-                 "eagle3": lambda: collect(speculative_decode(target, head, prompt_ids, tree, config, policy()))}
-        for drafter in drafters:
-            calls[drafter] = lambda drafter=drafter: collect(speculative_decode(
-                target, head, prompt_ids, tree, config, drafter=drafter, lookup=lookup))
+        calls = {"plain": lambda: collect(decode(target, prompt_ids, None, config)),
+                 "eagle3": lambda: collect(decode(target, prompt_ids, HeadDrafter(head, tree, policy()), config))}
+        for name in drafters:
+            calls[name] = lambda name=name: collect(decode(target, prompt_ids, drafter_named(name, head, tree, lookup),
+                                                           config))
         calls["hf_generate"] = lambda: RunStats(output_ids=hf_generate(target, prompt_ids, config, None))
         if with_prompt_lookup:
             calls["hf_lookup"] = lambda: RunStats(output_ids=hf_generate(target, prompt_ids, config, lookup_tokens))
@@ -181,10 +182,10 @@ def sweep(target: Target, head, encoded: list[list[int]], tree: TreeConfig, conf
     totals = {name: Tally() for name in ["plain", *variants]}
     device = target.device
     for prompt_ids in tqdm(encoded, desc="sweep", disable=not progress):
-        calls = {"plain": lambda: collect(plain_decode(target, prompt_ids, config))}
+        calls = {"plain": lambda: collect(decode(target, prompt_ids, None, config))}
         for name, (variant_tree, policy) in variants.items():
-            calls[name] = lambda variant_tree=variant_tree, policy=policy: collect(speculative_decode(
-                target, head, prompt_ids, variant_tree, config, policy() if policy else None))
+            calls[name] = lambda variant_tree=variant_tree, policy=policy: collect(decode(
+                target, prompt_ids, HeadDrafter(head, variant_tree, policy() if policy else None), config))
         results, seconds, _ = in_turns(device, calls)
         for name, result in results.items():
             totals[name].add(result, seconds[name])
@@ -207,16 +208,19 @@ def batch_throughput(target: Target, head, prompts: list[list[int]], tree: TreeC
     size, on the same prompts (repeated to fill the largest batch)."""
     count = max(len(prompts), max(batch_sizes))
     encoded = [prompts[i % len(prompts)] for i in range(count)]
-    generate_batch(target, head, encoded[:2], tree, GenerationConfig(8, config.sampling, config.seed))  # warm-up
+    def drafter(name: str, size: int):
+        return batch_drafter(HeadDrafter(head, tree), size, target.device, max_speculative_batch) if name == "eagle3" else None
+
+    collect_rows(decode(target, encoded[:2], drafter("eagle3", 2), GenerationConfig(8, config.sampling, config.seed)))  # warm-up
     rows = []
     for size in tqdm(batch_sizes, desc="batch sizes", disable=not progress):
         chunks = [encoded[i : i + size] for i in range(0, count - count % size, size)]
         measured = {}
-        for name, draft in (("plain", None), ("eagle3", head)):
+        for name in ("plain", "eagle3"):
             tokens, seconds = 0, 0.0
             for chunk in chunks:
-                results, elapsed = timed(target.device, lambda: generate_batch(
-                    target, draft, chunk, tree, config, max_speculative_batch))
+                results, elapsed = timed(target.device, lambda: collect_rows(decode(
+                    target, chunk, drafter(name, len(chunk)), config)))
                 tokens += sum(len(r.output_ids) for r in results)
                 seconds += elapsed
             measured[name] = tokens / seconds
@@ -302,7 +306,7 @@ def parse_args(argv=None):
     parser = argparse.ArgumentParser(prog="python -m eagle3.bench", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     add_pair_options(parser, target_note="default: the app's default pair")
-    parser.add_argument("--prompts", default="assets/prompts/chat.jsonl",
+    parser.add_argument("--prompts", default=os.path.join(ROOT, "assets", "prompts", "chat.jsonl"),
                         help="a JSONL file of prompts, or a named set: humaneval, mtbench")
     parser.add_argument("--limit", type=int, default=None, help="only the first N prompts")
     parser.add_argument("--per-category", type=int, default=None, metavar="N",
@@ -347,9 +351,10 @@ def parse_sweep(text: str | None) -> list[int] | None:
 
 def parse_drafters(text: str) -> tuple[str, ...]:
     names = tuple(name for name in text.split(",") if name and name != "none")
+    others = [name for name in SPECULATIVE_DRAFTERS if name != "eagle3"]
     for name in names:
-        if name not in DRAFTERS[1:]:
-            raise ValueError(f"drafters: {name!r} is not one of {', '.join(DRAFTERS[1:])} (or none)")
+        if name not in others:
+            raise ValueError(f"drafters: {name!r} is not one of {', '.join(others)} (or none)")
     return names
 
 
@@ -381,8 +386,8 @@ def print_extras(report: dict) -> None:
 
 def main(argv=None) -> int:
     args = parse_args(argv)
-    pair = choose_pair(args)
     try:
+        pair = choose_pair(args)
         depths, sizes, drafters = parse_sweep(args.sweep), parse_sizes(args.batch_sizes), parse_drafters(args.drafters)
         if args.repeats < 1:
             raise ValueError(f"--repeats: {args.repeats} is below 1")

@@ -18,9 +18,19 @@ from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
 from eagle3.head import Eagle3Config, Eagle3Head
-from eagle3.target import Target, default_aux_layers, draft_dtype, resolve_dtype
+from eagle3.target import Target, default_aux_layers, draft_dtype, names_a_path, resolve_dtype
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+def project_root() -> str:
+    """Where checkpoints/ and assets/ are: the checkout this package sits in (a clone, or an
+    editable install), else $EAGLE3_HOME, else the current directory."""
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    for root in (here, os.environ.get("EAGLE3_HOME"), os.getcwd()):
+        if root and os.path.isdir(os.path.join(root, "checkpoints")):
+            return os.path.abspath(root)
+    return here
+
+
+ROOT = project_root()
 EMBEDDED_TARGET = os.path.join(ROOT, "checkpoints", "target")  # the pair the project trains and ships
 EMBEDDED_HEAD = os.path.join(ROOT, "checkpoints", "head")
 CONFIG_NAME, SAFETENSORS_NAME, BIN_NAME = "config.json", "model.safetensors", "pytorch_model.bin"
@@ -136,9 +146,11 @@ def check_fits_target(config: Eagle3Config, target: Target, has_own_embedding: b
 
 def local_head_dir(path: str) -> str:
     """A head directory: `path` itself, or a hub snapshot where a network is allowed."""
-    if os.path.isdir(path):
-        return path
-    if os.environ.get("HF_HUB_OFFLINE") == "1" or os.path.isabs(path) or path.startswith("."):
+    if os.path.isdir(os.path.expanduser(path)):
+        return os.path.expanduser(path)
+    if names_a_path(path) and not os.path.exists(os.path.expanduser(path)):
+        raise FileNotFoundError(f"head: '{path}' does not exist (no such file or directory)")
+    if os.environ.get("HF_HUB_OFFLINE") == "1" or names_a_path(path):
         raise FileNotFoundError(f"head: '{path}' is not a directory")
     from huggingface_hub import snapshot_download
 

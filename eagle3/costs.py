@@ -25,7 +25,7 @@ import torch
 from transformers import LlamaConfig, LlamaForCausalLM
 from transformers.models.llama.modeling_llama import LlamaRotaryEmbedding
 
-from eagle3.decode import clock
+from eagle3.decoding import clock
 from eagle3.head import Eagle3Config, Eagle3Head
 from eagle3.kv_cache import KVCache
 from eagle3.target import Target, resolve_device, resolve_dtype

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from eagle3.acceptance import TokenState
 
@@ -23,29 +23,31 @@ class TreeView:
     parents: list[int]  # -1 for the root
     depths: list[int]
     scores: list[float]  # cumulative draft log probability
+    children: list[list[int]]  # per node, children by descending score
     sources: list[str] | None = None  # per node: "root", "head", "copy" or "both"; None: all the head's
 
 
 @dataclass
 class RoundEvent:
-    """One round of decoding: index 0 is the prefill, then one per target forward."""
+    """What one round of one row did: index 0 is the prefill, then one per target forward.
+    Running figures (tokens so far, tau, tokens/s) are a RunStats' (eagle3.stats)."""
 
     index: int
+    row: int  # the prompt's place in the decoded list (0 for a single prompt)
     tokens: list[Token]  # in reading order; REJECTED tokens are not part of the output
-    tree: TreeView | None  # None for the prefill and for plain decoding
+    tree: TreeView | None  # the verified draft tree; None when nothing was drafted (prefill, plain decoding)
     accepted_path: list[int]  # accepted tree nodes, root excluded
     draft_s: float
     verify_s: float  # the target forward (prefill, tree verification or plain step)
     bookkeeping_s: float  # acceptance, cache compaction, detokenization
-    new_tokens: int  # output tokens so far
-    rounds: int  # verification rounds so far (the prefill excluded)
-    tau: float  # running mean of accepted drafts + 1 per verification round
-    elapsed_s: float  # compute time so far, all rounds
-    depth: int = 0  # draft depth used this round (0: no drafting)
+    depth: int = 0  # the verified tree's depth (0: nothing drafted)
     finished: bool = False
     stop_reason: str | None = None  # "eos", "max_new_tokens" or "context"
-    # The run's output ids so far: one list, shared by all of a run's events and growing.
-    output_ids: list[int] = field(default_factory=list, repr=False)
+
+    @property
+    def output_ids(self) -> list[int]:
+        """The token ids this round adds to the output."""
+        return [t.id for t in self.tokens if t.state is not TokenState.REJECTED]
 
     @property
     def text(self) -> str:
@@ -57,5 +59,6 @@ class RoundEvent:
         return len(self.accepted_path)
 
     @property
-    def tokens_per_s(self) -> float:
-        return self.new_tokens / self.elapsed_s if self.elapsed_s > 0 else 0.0
+    def seconds(self) -> float:
+        """The round's compute time."""
+        return self.draft_s + self.verify_s + self.bookkeeping_s

@@ -6,8 +6,8 @@
 
 A target that is one of the presets (by default SmolLM2-135M-Instruct in checkpoints/)
 brings its head, dtype, tree and chat mode as defaults; flags override them. Several
---prompt flags decode together as one batch (eagle3.batch.stream_batch); each reply is
-printed, with its summary, when its row finishes.
+--prompt flags decode together as one batch (beyond eagle3.batch's limit for the device,
+plainly); each reply is printed, with its summary, when its row finishes.
 """
 
 from __future__ import annotations
@@ -19,15 +19,17 @@ import sys
 import transformers
 
 from eagle3.acceptance import TokenState
-from eagle3.batch import stream_batch
+from eagle3.batch import batch_drafter
 from eagle3.checkpoint import load_head
 from eagle3.compiled import compile_decoding
-from eagle3.decode import plain_decode, speculative_decode
+from eagle3.decoding import decode
+from eagle3.drafters import drafter_named
 from eagle3.lookup import COPIED, LookupConfig
 from eagle3.options import (add_drafter_options, add_generation_options, add_pair_options, add_tree_options,
                             generation_config)
 from eagle3.presets import choose_pair
-from eagle3.prompts import chat_ids, chat_prompt
+from eagle3.prompts import chat_ids
+from eagle3.stats import RunStats
 from eagle3.target import load_target
 
 ANSI = {
@@ -51,7 +53,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     add_drafter_options(parser)
     add_tree_options(parser)
     add_generation_options(parser)
-    parser.add_argument("--plain", action="store_true", help="plain decoding (the baseline), no draft head")
+    parser.add_argument("--plain", action="store_true", help="plain decoding (the baseline): --drafter plain")
     parser.add_argument("--hide-rejected", action="store_true", help="do not show rejected draft tokens")
     return parser.parse_args(argv)
 
@@ -69,7 +71,7 @@ def read_prompts(args: argparse.Namespace, tokenizer, chat: bool) -> list[tuple[
     else:
         prompts = args.prompt
     if chat:
-        return [(chat_prompt(tokenizer, [], p), chat_ids(tokenizer, [], p)) for p in prompts]
+        return [(p + "\n", chat_ids(tokenizer, [], p)) for p in prompts]  # shown as typed, not templated
     return [(p, p) for p in prompts]
 
 
@@ -82,11 +84,11 @@ def render(token, color: bool, show_rejected: bool) -> str:
     return f"{ANSI[token.state]}{copied}{token.text}{RESET}"
 
 
-def summary(event, plain: bool) -> str:
-    parts = [f"new tokens {event.new_tokens}"]
+def summary(stats: RunStats, plain: bool) -> str:
+    parts = [f"new tokens {stats.new_tokens}"]
     if not plain:
-        parts += [f"rounds {event.rounds}", f"tau {event.tau:.2f}"]
-    parts += [f"{event.tokens_per_s:.1f} tokens/s", f"stop {event.stop_reason}"]
+        parts += [f"rounds {stats.rounds}", f"tau {stats.tau:.2f}"]
+    parts += [f"{stats.tokens_per_s:.1f} tokens/s", f"stop {stats.stop_reason}"]
     return " | ".join(parts)
 
 
@@ -94,43 +96,43 @@ def main(argv=None) -> int:
     args = parse_args(argv)
     transformers.utils.logging.disable_progress_bar()  # the output is the continuation, nothing else
     color = sys.stdout.isatty() and "NO_COLOR" not in os.environ
-    pair = choose_pair(args)
     try:
+        pair = choose_pair(args)
+        name = "plain" if args.plain else pair.drafter
         target = load_target(args.target, args.device, pair.dtype, args.trust_remote_code, args.attention)
         prompts = read_prompts(args, target.tokenizer, pair.chat_for(target.tokenizer))
         config = generation_config(args)
-        uses_head = not args.plain and pair.drafter != "lookup"
+        uses_head = name in ("eagle3", "hybrid")
         if uses_head and pair.draft is None:
             raise ValueError(f"--draft: no head is known for --target {args.target}; name one, or use --plain "
                              "or --drafter lookup")
         head = load_head(pair.draft, target, args.draft_dtype) if uses_head else None
         if args.compile:
             compile_decoding(target, head)
-        lookup = LookupConfig(tokens=args.lookup_tokens)
-        if len(prompts) > 1:  # a batch: each reply once its row finishes
-            replies = [[shown] for shown, _ in prompts]
-            batch = stream_batch(target, head, [p for _, p in prompts], pair.tree, config,
-                                 drafter=pair.drafter if not args.plain else "eagle3", lookup=lookup)
-            for row, event in batch:
-                replies[row] += [render(t, color, not args.hide_rejected) for t in event.tokens]
+        drafter = drafter_named(name, head, pair.tree, LookupConfig(tokens=args.lookup_tokens))
+        drafter = batch_drafter(drafter, len(prompts), target.device)
+        stats = [RunStats() for _ in prompts]
+        replies = [[] for _ in prompts]
+        if len(prompts) == 1:
+            sys.stdout.write(prompts[0][0])
+        for event in decode(target, [p for _, p in prompts], drafter, config):
+            stats[event.row].add(event)
+            shown = "".join(render(t, color, not args.hide_rejected) for t in event.tokens)
+            if len(prompts) == 1:  # streamed as it comes
+                sys.stdout.write(shown)
+                sys.stdout.flush()
+            else:  # each reply once its row finishes
+                replies[event.row].append(shown)
                 if event.finished:
-                    print(f"[{row + 1}] {''.join(replies[row])}\n[{row + 1}] {summary(event, args.plain)}", flush=True)
-            return 0
-        (shown, prompt), = prompts
-        if args.plain:
-            events = plain_decode(target, prompt, config)
-        else:
-            events = speculative_decode(target, head, prompt, pair.tree, config, drafter=pair.drafter, lookup=lookup)
-        sys.stdout.write(shown)
-        event = None
-        for event in events:
-            sys.stdout.write("".join(render(t, color, not args.hide_rejected) for t in event.tokens))
-            sys.stdout.flush()
+                    row = event.row
+                    print(f"[{row + 1}] {prompts[row][0]}{''.join(replies[row])}\n"
+                          f"[{row + 1}] {summary(stats[row], name == 'plain')}", flush=True)
     except (ValueError, FileNotFoundError) as error:
         print(f"\nerror: {error}", file=sys.stderr)
         return 2
-    print()
-    print(summary(event, args.plain))
+    if len(prompts) == 1:
+        print()
+        print(summary(stats[0], name == "plain"))
     return 0
 
 

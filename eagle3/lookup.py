@@ -9,10 +9,8 @@ ends the text and occurred before proposes the tokens that followed it: a copy c
 `hybrid_tree` puts a copy chain under the root of the head's draft tree: shared prefixes
 merge, and the node budget goes to the candidates with the best expected acceptance (the
 head's cumulative log probability; d * log(hit rate) for the chain's d-th token, the hit
-rate being the measured share of copied tokens the target accepted). While the target
-accepts whole chains (`CopyHitRate.streak`), the decoder leaves the head out of the round:
-the chain alone is verified, and the head catches up on the skipped positions when it next
-drafts.
+rate being the measured share of copied tokens the target accepted). The drafters that use
+them are eagle3.drafters' CopyDrafter and HybridDrafter.
 """
 
 from __future__ import annotations
@@ -22,9 +20,8 @@ from dataclasses import dataclass
 
 import torch
 
-from eagle3.tree import DraftTree
+from eagle3.tree import Candidates, DraftTree
 
-DRAFTERS = ("eagle3", "lookup", "hybrid")
 COPIED = frozenset({"copy", "both"})  # the sources of drafts that came from the context
 
 
@@ -109,15 +106,9 @@ def hybrid_tree(tree: DraftTree, chain: list[int], hit_rate: float, budget: int)
             sources.append("copy")
             child = len(tokens) - 1
         node = child
-    # Keep the best `budget` nodes. Scores never rise along a path (a child comes after its
-    # parent on ties), so every kept node's parent is kept too.
-    order = sorted(range(1, len(tokens)), key=lambda i: (-scores[i], i))[:budget]
-    kept = [0] + sorted(order)
-    new_index = {old: new for new, old in enumerate(kept)}
-    new_parents = [-1] + [new_index[parents[i]] for i in kept[1:]]
-    depths = [0] * len(kept)
-    for i in range(1, len(kept)):
-        depths[i] = depths[new_parents[i]] + 1
+    # The non-root nodes as candidates under the root (candidate i is node i + 1). Scores
+    # never rise along a path and a child comes after its parent, as Candidates requires.
     device = tree.tokens.device
-    return DraftTree.build(torch.tensor([tokens[i] for i in kept], device=device), torch.tensor(depths, device=device),
-                           new_parents, [scores[i] for i in kept], [sources[i] for i in kept])
+    candidates = Candidates(torch.tensor([tokens[1:]], device=device), torch.tensor([scores[1:]], dtype=torch.float64, device=device),
+                            torch.tensor([[p - 1 for p in parents[1:]]], device=device), [sources[1:]])
+    return candidates.best_trees(tree.tokens[:1], budget)[0]

@@ -10,8 +10,9 @@ from __future__ import annotations
 import argparse
 
 from eagle3.acceptance import SamplingConfig
-from eagle3.decode import GenerationConfig
-from eagle3.lookup import DRAFTERS, LookupConfig
+from eagle3.decoding import GenerationConfig
+from eagle3.drafters import DRAFTERS
+from eagle3.lookup import LookupConfig
 from eagle3.presets import DEFAULT
 
 
@@ -46,7 +47,7 @@ def add_drafter_options(parser: argparse.ArgumentParser) -> None:
     """--drafter --lookup-tokens (eagle3.lookup)."""
     parser.add_argument("--drafter", choices=DRAFTERS, default=None,
                         help="eagle3: the head's tree; lookup: copies from the context, no head; hybrid: both in one "
-                             "tree (default: the preset's)")
+                             "tree; plain: no drafts, the baseline (default: the preset's)")
     parser.add_argument("--lookup-tokens", type=int, default=LookupConfig.tokens,
                         help="the longest copy chain (lookup, hybrid)")
 

@@ -68,12 +68,18 @@ class PairChoice:
 
 def choose_pair(args) -> PairChoice:
     """From the flags the CLIs share: --target, --draft, --dtype, --depth, --top-k, --total-tokens, --chat."""
+    if args.target == DEFAULT.target and not os.path.exists(args.target):
+        raise FileNotFoundError(f"target: the default pair is not here ({args.target}); it ships in the project's "
+                                "checkout (checkpoints/): run from one, set EAGLE3_HOME to one, or pass --target")
     preset = preset_for(args.target)
     base = preset.tree if preset else TreeConfig()
-    return PairChoice(
+    choice = PairChoice(
         draft=args.draft or (preset.head if preset else None),
         dtype=args.dtype or (preset.dtype if preset else "auto"),
-        tree=TreeConfig(args.depth or base.depth, args.top_k or base.top_k, args.total_tokens or base.total_tokens),
+        tree=TreeConfig(*(base_value if flag is None else flag for flag, base_value in (
+            (args.depth, base.depth), (args.top_k, base.top_k), (args.total_tokens, base.total_tokens)))),
         chat=args.chat if args.chat is not None else (preset.chat if preset else None),
         drafter=getattr(args, "drafter", None) or (preset.drafter if preset else "eagle3"),
     )
+    choice.tree.validate()  # a flag of 0 is refused, never replaced by the preset's value
+    return choice

@@ -22,7 +22,7 @@ import torch
 from tqdm import tqdm
 
 from eagle3.acceptance import SamplingConfig, sample_rows
-from eagle3.decode import prefill
+from eagle3.decoding import prefill
 from eagle3.kv_cache import SlotKVCache
 from eagle3.target import Target, load_target
 
@@ -100,7 +100,7 @@ def generate_replies(target: Target, prompts: list[list[int]], max_new_tokens: i
     target forward, and a row whose reply ends takes the next prompt, so that every forward
     stays nearly full however the reply lengths vary. Free slots are refilled together (one
     batched prefill, prompts of similar lengths) once they are an eighth of the batch. No
-    exactness is kept between rows and one-token steps (see eagle3.decode for that)."""
+    exactness is kept between rows and one-token steps (see eagle3.decoding for that)."""
     device, eos = target.device, target.eos_token_ids
     generator = torch.Generator(device).manual_seed(seed)
     prompts = list(prompts)

@@ -13,7 +13,7 @@ waits for its next batch, so the server's own Python (rendering, sending) never 
 with decoding for the GIL and stays out of the decoder's timings.
 
     runner = MainThreadRunner(serving=True)
-    # server thread:  for events in runner.stream(lambda: speculative_decode(...), 0.1): ...
+    # server thread:  for events in runner.stream(lambda: decode(...), 0.1): ...
     # main thread:    runner.serve_forever()
 
 With serving=False (tests, notebooks, GPUs), `stream` runs the work inline instead.

@@ -1,8 +1,8 @@
 """Run statistics, reduced from a RoundEvent stream one event at a time.
 
 The one place where a run's tokens, rounds, tau, acceptance by position, time split and
-tokens/s are computed: `collect` (the library and the CLIs), the benchmark and the app's
-live view all fold their events into a RunStats.
+tokens/s are computed: `collect` / `collect_rows` (the library and the CLIs), the benchmark
+and the app's live view all fold their events into a RunStats.
 """
 
 from __future__ import annotations
@@ -18,6 +18,11 @@ from eagle3.events import RoundEvent
 def tokens_per_round(accepted_drafts: int, rounds: int) -> float:
     """tau: mean tokens per verification round, the accepted drafts plus the target's own token."""
     return (accepted_drafts + rounds) / rounds if rounds else 0.0
+
+
+def tokens_per_second(tokens: int, seconds: float) -> float:
+    """0.0 before any time is measured."""
+    return tokens / seconds if seconds > 0 else 0.0
 
 
 def acceptance_by_position(accepted_per_round: Sequence[int], depth: int) -> list[float]:
@@ -44,16 +49,16 @@ class RunStats:
     accepted_by_source: Counter = field(default_factory=Counter)  # accepted drafts: "head", "copy", "both"
 
     def add(self, event: RoundEvent) -> None:
-        self.output_ids = list(event.output_ids)
+        self.output_ids += event.output_ids
         self.pieces.append(event.text)
         if event.index > 0:  # a verification round (index 0 is the prefill)
             self.accepted_per_round.append(event.accepted_drafts)
             self.depths.append(event.depth)
-        self.times.append((event.new_tokens, event.elapsed_s))
         self.draft_s += event.draft_s
         self.verify_s += event.verify_s
         self.bookkeeping_s += event.bookkeeping_s
-        self.elapsed_s = event.elapsed_s
+        self.elapsed_s += event.seconds
+        self.times.append((self.new_tokens, self.elapsed_s))
         self.finished, self.stop_reason = event.finished, event.stop_reason
         self.accepted_by_source.update(t.source for t in event.tokens if t.state is TokenState.ACCEPTED)
 
@@ -87,15 +92,23 @@ class RunStats:
 
     @property
     def tokens_per_s(self) -> float:
-        return self.new_tokens / self.elapsed_s if self.elapsed_s > 0 else 0.0
+        return tokens_per_second(self.new_tokens, self.elapsed_s)
 
     def acceptance(self, depth: int) -> list[float]:
         return acceptance_by_position(self.accepted_per_round, depth)
 
 
 def collect(events: Iterable[RoundEvent]) -> RunStats:
-    """Run an event stream to its end and summarise it."""
-    stats = RunStats()
+    """Run one prompt's event stream to its end and summarise it."""
+    rows = collect_rows(events)
+    if len(rows) != 1:
+        raise ValueError(f"collect: the events are of {len(rows)} prompts; use collect_rows")
+    return rows[0]
+
+
+def collect_rows(events: Iterable[RoundEvent]) -> list[RunStats]:
+    """Run a batch's event stream to its end: one RunStats per prompt, in the prompts' order."""
+    stats: dict[int, RunStats] = {}
     for event in events:
-        stats.add(event)
-    return stats
+        stats.setdefault(event.row, RunStats()).add(event)
+    return [stats[row] for row in sorted(stats)]

@@ -265,6 +265,12 @@ def _eos_token_ids(model: PreTrainedModel, tokenizer) -> frozenset[int]:
     return frozenset([ids] if isinstance(ids, int) else ids)
 
 
+def names_a_path(path: str) -> bool:
+    """Whether `path` can only be a local path (absolute, relative with a dot, home, or a file
+    name), never a hub id of the form namespace/name."""
+    return os.path.isabs(path) or path.startswith((".", "~")) or path.endswith(".gguf")
+
+
 def load_target(
     path: str,
     device: str | None = "auto",
@@ -279,6 +285,9 @@ def load_target(
     """
     torch_device = resolve_device(device)
     torch_dtype = resolve_dtype(dtype, torch_device)
+    if names_a_path(path) and not os.path.exists(os.path.expanduser(path)):
+        raise FileNotFoundError(f"target: '{path}' does not exist (no such file or directory)")
+    path = os.path.expanduser(path)
     gguf = find_gguf(path)
     if gguf is not None:
         path = dequantized(gguf)

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import torch
 
+from eagle3.checks import integer_in
 from eagle3.head import Eagle3Head
 from eagle3.kv_cache import KVCache
 from eagle3.masks import additive_mask
@@ -25,14 +26,11 @@ class TreeConfig:
     total_tokens: int = 60  # nodes verified per round, the root included
 
     def validate(self, draft_vocab_size: int | None = None) -> None:
-        if not 1 <= self.depth <= 64:
-            raise ValueError(f"depth: {self.depth} is outside [1, 64]")
-        if not 1 <= self.top_k <= 64:
-            raise ValueError(f"top_k: {self.top_k} is outside [1, 64]")
+        integer_in("depth", self.depth, 1, 64)
+        integer_in("top_k", self.top_k, 1, 64)
         if draft_vocab_size is not None and self.top_k > draft_vocab_size:
             raise ValueError(f"top_k: {self.top_k} exceeds the head's draft vocabulary of {draft_vocab_size}")
-        if not 2 <= self.total_tokens <= 1024:
-            raise ValueError(f"total_tokens: {self.total_tokens} is outside [2, 1024] (the root counts as one)")
+        integer_in("total_tokens", self.total_tokens, 2, 1024, " (the root counts as one)")
         if self.total_tokens < self.top_k + 1:
             raise ValueError(
                 f"total_tokens: {self.total_tokens} cannot hold the root and the top_k={self.top_k} first drafts; "
@@ -50,26 +48,32 @@ class DraftTree:
     scores: list[float]  # cumulative draft log probability, root 0
     children: list[list[int]]  # per node, children by descending score
     ancestors: torch.Tensor  # [n, n] bool: node j is node i or an ancestor of it
-    sources: list[str] | None = None  # per node, who drafted it (eagle3.lookup.hybrid_tree); None: the head
+    depth: int  # the deepest node's depth: the most drafts this tree lets a round accept
+    sources: list[str] | None = None  # per node, who drafted it (eagle3.drafters.HybridDrafter); None: the head
 
     @classmethod
-    def build(cls, tokens: torch.Tensor, depths: torch.Tensor, parents: list[int], scores: list[float],
-              sources: list[str] | None = None) -> "DraftTree":
+    def from_parents(cls, tokens: torch.Tensor, parents: list[int], scores: list[float],
+                     sources: list[str] | None = None) -> "DraftTree":
+        """The tree of tokens [n] whose node i hangs under parents[i] (< i; -1 for the root)."""
         n = len(parents)
         children: list[list[int]] = [[] for _ in range(n)]
+        depths = [0] * n
         ancestors = torch.zeros(n, n, dtype=torch.bool)
         for node, parent in enumerate(parents):
             if parent >= 0:
                 children[parent].append(node)
+                depths[node] = depths[parent] + 1
                 ancestors[node] = ancestors[parent]
             ancestors[node, node] = True
         for kids in children:
             kids.sort(key=lambda c: -scores[c])
-        return cls(tokens, depths, parents, scores, children, ancestors.to(tokens.device), sources)
+        device = tokens.device
+        return cls(tokens, torch.tensor(depths, device=device), parents, scores, children, ancestors.to(device),
+                   max(depths), sources)
 
     @classmethod
     def root_only(cls, root: torch.Tensor) -> "DraftTree":
-        return cls.build(root.view(1), torch.zeros(1, dtype=torch.long, device=root.device), [-1], [0.0])
+        return cls.from_parents(root.view(1), [-1], [0.0])
 
     def __len__(self) -> int:
         return len(self.parents)
@@ -146,12 +150,13 @@ def consume_pairs(head: Eagle3Head, cache: KVCache, lengths: list[int], features
 
 @dataclass
 class Candidates:
-    """Every node an expansion scored, per row: level 1's top_k, then top_k children of each
-    of the top_k best nodes of each level. Parents index the candidates (-1: the root)."""
+    """Scored nodes under each row's root, any of which may join the row's tree: parents index
+    the candidates (-1: the root), and a child never scores above its parent and comes after it."""
 
     tokens: torch.Tensor  # [B, n] target token ids
     scores: torch.Tensor  # [B, n] cumulative draft log probabilities
     parents: torch.Tensor  # [B, n]
+    sources: list[list[str]] | None = None  # per row and candidate, who drafted it; None: the head
 
     def best_trees(self, roots: torch.Tensor, n_keep: int) -> list[DraftTree]:
         """The n_keep best-scoring candidates of each row under its root [B], as trees."""
@@ -165,15 +170,10 @@ class Candidates:
         kept_parents = self.parents.gather(1, kept)
         kept_parents = new_index.gather(1, torch.where(kept_parents < 0, n, kept_parents)).tolist()
         kept_tokens, kept_scores = self.tokens.gather(1, kept), self.scores.gather(1, kept).tolist()
-        trees = []
-        for row in range(batch):
-            parent_list = [-1] + kept_parents[row]
-            depths = [0] * (n_keep + 1)
-            for node in range(1, n_keep + 1):
-                depths[node] = depths[parent_list[node]] + 1
-            trees.append(DraftTree.build(torch.cat([roots[row : row + 1], kept_tokens[row]]),
-                                         torch.tensor(depths, device=device), parent_list, [0.0] + kept_scores[row]))
-        return trees
+        kept_sources = [[self.sources[row][i] for i in ids] for row, ids in enumerate(kept.tolist())] if self.sources else None
+        return [DraftTree.from_parents(torch.cat([roots[row : row + 1], kept_tokens[row]]), [-1] + kept_parents[row],
+                                       [0.0] + kept_scores[row], ["root"] + kept_sources[row] if kept_sources else None)
+                for row in range(batch)]
 
 
 def expand(head: Eagle3Head, cache: KVCache, last: torch.Tensor, lengths: list[int], top_k: int,

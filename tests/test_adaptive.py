@@ -2,7 +2,7 @@
 
 import torch
 
-from eagle3 import GenerationConfig, TreeConfig, speculative_decode
+from eagle3 import GenerationConfig, HeadDrafter, TreeConfig, collect, decode
 from eagle3.adaptive import AdaptiveDepth
 from tests.models import make_head, make_target
 from tests.test_greedy import random_prompts, reference
@@ -13,9 +13,10 @@ def test_adaptive_decoding_is_lossless():
     head = make_head(target, draft_vocab_size=24)
     for prompt in random_prompts(10, target.vocab_size, seed=4):
         policy = AdaptiveDepth(1, 8)
-        events = list(speculative_decode(target, head, prompt, TreeConfig(4, 3, 13), GenerationConfig(40), policy))
-        assert events[-1].output_ids == reference(target, prompt, 40)
-        assert [e.depth for e in events[1:]] == policy.history
+        events = list(decode(target, prompt, HeadDrafter(head, TreeConfig(4, 3, 13), policy), GenerationConfig(40)))
+        assert collect(events).output_ids == reference(target, prompt, 40)
+        assert len(policy.history) == len(events) - 1  # one depth per verification round
+        assert all(e.depth <= d for e, d in zip(events[1:], policy.history))  # the tree is at most as deep as drafted
         assert all(1 <= d <= 8 for d in policy.history[:-1])
 
 

@@ -50,7 +50,7 @@ def test_multibyte_characters_split_across_tokens(tokenizer):
 
 def test_tree_rendering_highlights_the_accepted_path():
     tree = TreeView(tokens=[10, 11, 12, 13, 14], parents=[-1, 0, 0, 1, 3], depths=[0, 1, 1, 2, 3],
-                    scores=[0.0, -0.1, -2.0, -0.3, -0.9])
+                    scores=[0.0, -0.1, -2.0, -0.3, -0.9], children=[[1, 2], [3], [], [4], []])
     svg = app.render_tree(tree, [1, 3], ["root", "a", "<b>", "c\n", "d"], "Round 1")
     assert svg.count('class="node accepted"') == 2 and svg.count('class="node root"') == 1
     assert svg.count('class="edge accepted"') == 2 and svg.count('class="edge"') == 2
@@ -182,6 +182,14 @@ def test_bad_input_keeps_history():
         assert len(updates) == 1 and updates[0].history == history and updates[0].spec_chat[0]["content"] == "earlier"
     with pytest.raises(ValueError, match="drafter: 'copycat' is not one of eagle3, lookup, hybrid"):
         app.parse_request(request("x", drafter="copycat"))
+    for fields, message in ((dict(max_new_tokens=None), "Max new tokens: empty; enter a number"),
+                            (dict(max_new_tokens=""), "Max new tokens: empty; enter a number"),
+                            (dict(depth="deep"), "Draft depth k: 'deep'; enter a number"),
+                            (dict(top_k=2.5), "Tree top_k: 2.5 is not a whole number"),
+                            (dict(depth=0), r"depth: 0 is outside \[1, 64\]"),
+                            (dict(max_new_tokens=app.MAX_NEW_TOKENS + 1), "above this server's limit")):
+        with pytest.raises(ValueError, match=message):
+            app.parse_request(request("x", **fields))
 
 
 def test_model_choice_is_closed_unless_the_operator_opens_it(model_dirs):
@@ -275,6 +283,11 @@ def test_real_browser(served):
         charts = "['tau', 'speed', 'speedup', 'accept'].map((name) => document.querySelector('#chart-' + name))"
         page.wait_for_function(f"{charts}.every((node) => node.data !== undefined)", timeout=30_000)
         page.evaluate(f"window.chartNodes = {charts}")
+        # Before any run: no figures yet, no replay boxes, the model menu's name shown whole.
+        assert page.locator("#charts .chart-status").inner_text() == "Charts draw here while the decoders run."
+        assert not page.locator("#replay .replay-panes").is_visible()
+        assert page.evaluate("(() => { const box = document.querySelector('#preset input');"
+                             " return box.scrollWidth <= box.clientWidth; })()")
         page.locator("#prompt textarea").fill(PROMPT)
         page.locator("#send").click()
         page.wait_for_function("document.querySelectorAll('#spec-pane .tok').length > 3", timeout=60_000, polling=20)
@@ -291,6 +304,16 @@ def test_real_browser(served):
         assert page.locator("#spec-pane .tok.accepted").count() > 0
         assert page.locator("#plain-pane .tok.plain").count() > 0
         assert "lossless: identical to plain decoding" in page.locator("#summary").inner_text()
+        # Each pane's copy button copies its reply's text (rejected drafts left out), not its HTML.
+        copied = []
+        for pane in ("spec-pane", "plain-pane"):
+            page.locator(f'#{pane} button[aria-label="Copy reply"]').click()
+            copied.append(page.evaluate("document.body.dataset.copied"))
+        assert copied[0] == copied[1] and len(copied[0]) > 10 and "<span" not in copied[0]
+        # The tree's round slider counts the rounds the summary counts.
+        rounds = int(re.search(r"rounds (\d+)", page.locator("#summary").inner_text()).group(1))
+        assert page.locator("#round input[type=range]").get_attribute("max") == str(rounds)
+        assert f"Round {rounds} of {rounds}" in page.locator("#tree").inner_text()
         # Live Plotly charts, drawn in place from the installed plotly.js (no network here).
         assert page.evaluate("typeof Plotly") == "object"
         assert page.evaluate("document.querySelector('#chart-speed').data.map(t => t.name)") == ["EAGLE-3", "plain"]
@@ -310,7 +333,8 @@ def test_real_browser(served):
         assert page.locator('#replay .tokens[data-decoder="EAGLE-3"] .tok').count() == page.locator("#spec-pane .tok").count()
         assert page.locator('#replay .tokens[data-decoder="plain"] .tok').count() == page.locator("#plain-pane .tok").count()
         assert page.evaluate("document.querySelector('#chart-speed').layout.shapes.length") == 1
-        assert page.locator("#tree svg .node").count() > 1  # the last round's tree (its path may be empty)
+        # the last round's tree (its path may be empty), or why it drafted nothing (no room left)
+        assert page.locator("#tree svg .node").count() > 1 or "nothing drafted" in page.locator("#tree").inner_text()
 
         # Bad input: a message on the page; the chat stays as it was.
         tokens = page.locator("#spec-pane .tok").count()
@@ -318,11 +342,16 @@ def test_real_browser(served):
         page.locator("#send").click()
         page.get_by_test_id("toast-body").filter(has_text="prompt: empty").wait_for(timeout=30_000)
         assert page.locator("#spec-pane .tok").count() == tokens
+        max_new = page.locator("#max-new input")
+        max_new.fill("")  # an emptied box is named, never read as some default
+        page.locator("#prompt textarea").fill(PROMPT)
+        page.locator("#send").click()
+        page.get_by_test_id("toast-body").filter(has_text="Max new tokens: empty").wait_for(timeout=30_000)
+        assert page.locator("#spec-pane .tok").count() == tokens
 
         # Stop in the middle of a run, and at once type and send the next message: the stopped run
         # ends with its final update (the plain pane says it did not run), the new message is not
         # wiped by that update, and it runs next, to the end.
-        max_new = page.locator("#max-new input[type=number]")
         max_new.fill("1024")  # a run long enough that Stop lands in the EAGLE-3 half however fast it decodes
         max_new.press("Enter")
         page.locator("#prompt textarea").fill("class Stack:\n")

@@ -2,8 +2,7 @@
 
 import pytest
 
-from eagle3 import GenerationConfig, SamplingConfig, TreeConfig, collect, plain_decode, speculative_decode
-from eagle3.batch import generate_batch
+from eagle3 import GenerationConfig, HeadDrafter, SamplingConfig, TreeConfig, collect, collect_rows, decode
 from tests.models import make_head, make_target
 from tests.test_cli import cli
 
@@ -24,6 +23,10 @@ BAD_SETTINGS = [  # (tree, generation config, message)
     (TreeConfig(), GenerationConfig(8, SamplingConfig(float("nan"))), r"temperature: nan is outside"),
     (TreeConfig(), GenerationConfig(8, SamplingConfig(1.0, 0.0)), r"top_p: 0.0 is outside \(0, 1\]"),
     (TreeConfig(), GenerationConfig(8, SamplingConfig(1.0, 1.5)), r"top_p: 1.5 is outside \(0, 1\]"),
+    (TreeConfig(None, 3, 16), GenerationConfig(8), "depth: None is not an integer"),
+    (TreeConfig(4, 3, 16.5), GenerationConfig(8), "total_tokens: 16.5 is not an integer"),
+    (TreeConfig(), GenerationConfig(None), "max_new_tokens: None is not an integer"),
+    (TreeConfig(), GenerationConfig(8, SamplingConfig("hot")), "temperature: 'hot' is not a number"),
 ]
 
 
@@ -37,12 +40,12 @@ def pair():
 def test_bad_settings_are_named(pair, tree, config, message):
     target, head = pair
     with pytest.raises(ValueError, match=message):
-        collect(speculative_decode(target, head, PROMPT, tree, config))
+        collect(decode(target, PROMPT, HeadDrafter(head, tree), config))
     with pytest.raises(ValueError, match=message):
-        generate_batch(target, head, [PROMPT, PROMPT], tree, config)
+        collect_rows(decode(target, [PROMPT, PROMPT], HeadDrafter(head, tree), config))
     if tree == TreeConfig():  # the plain decoder checks the same generation settings
         with pytest.raises(ValueError, match=message):
-            collect(plain_decode(target, PROMPT, config))
+            collect(decode(target, PROMPT, None, config))
 
 
 def test_bad_prompts_are_named(pair):
@@ -51,7 +54,7 @@ def test_bad_prompts_are_named(pair):
                             ("text", "prompt: text was given but the target has no tokenizer"),
                             (list(range(1, 30)) * 2, "prompt: 58 tokens leave no room in the 48-token context")):
         with pytest.raises(ValueError, match=message):
-            collect(speculative_decode(target, head, prompt, TreeConfig(2, 2, 4), GenerationConfig(8, max_context=48)))
+            collect(decode(target, prompt, HeadDrafter(head, TreeConfig(2, 2, 4)), GenerationConfig(8, max_context=48)))
 
 
 def test_cli_names_bad_settings(model_dirs):

@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from eagle3 import GenerationConfig, TreeConfig, collect, load_head, load_target, plain_decode, speculative_decode
+from eagle3 import GenerationConfig, HeadDrafter, TreeConfig, collect, decode, load_head, load_target
 from eagle3.bench import main as bench_main
 from eagle3.checkpoint import EMBEDDED_HEAD, EMBEDDED_TARGET
 from eagle3.prompts import read_prompts
@@ -84,8 +84,8 @@ def test_embedded_pair_loads_offline_and_is_lossless():
     head = load_head(EMBEDDED_HEAD, target)
     assert target.config.model_type == "llama" and head.config.vocab_size == target.vocab_size
     prompt = 'def is_even(n):\n    """Return True if n is even."""\n'
-    plain = collect(plain_decode(target, prompt, GenerationConfig(32)))
-    spec = collect(speculative_decode(target, head, prompt, TreeConfig(5, 4, 16), GenerationConfig(32)))
+    plain = collect(decode(target, prompt, None, GenerationConfig(32)))
+    spec = collect(decode(target, prompt, HeadDrafter(head, TreeConfig(5, 4, 16)), GenerationConfig(32)))
     assert spec.output_ids == plain.output_ids
     assert spec.tau > 1.5  # a trained head gets drafts accepted
 
@@ -127,8 +127,8 @@ def test_the_default_pair_is_lossless_and_matches_transformers(default_pair):
     config, taus = GenerationConfig(24), []
     for record in read_prompts("assets/prompts/chat.jsonl")[::27]:
         ids = prompt_ids(record, target.tokenizer, chat=True)
-        plain = collect(plain_decode(target, ids, config))
-        spec = collect(speculative_decode(target, head, ids, DEFAULT.tree, config))
+        plain = collect(decode(target, ids, None, config))
+        spec = collect(decode(target, ids, HeadDrafter(head, DEFAULT.tree), config))
         assert spec.output_ids == plain.output_ids == hf_generate(target, ids, config, None)
         taus.append(spec.tau)
     assert sum(taus) / len(taus) > 1.5  # the trained head gets drafts accepted (2.06 here; an untrained one: about 1)

@@ -7,7 +7,7 @@ import pytest
 import torch
 from safetensors.torch import save_file
 
-from eagle3 import GenerationConfig, TreeConfig, collect, load_head, save_head, speculative_decode
+from eagle3 import GenerationConfig, HeadDrafter, TreeConfig, collect, decode, load_head, save_head
 from eagle3.checkpoint import expected_shapes
 from tests.models import make_head, make_target
 
@@ -86,7 +86,7 @@ def test_published_state_dict_loads_and_decodes(tmp_path, target, variant):
     assert torch.equal(head.fc.weight, published_tensors(config)["fc.weight"].to(head.fc.weight.dtype))
     assert (head.embed_tokens is not None) == (variant == "own_embedding")
     prompt = [1, 2, 3, 4]
-    result = collect(speculative_decode(target, head, prompt, TreeConfig(4, 3, 12), GenerationConfig(20)))
+    result = collect(decode(target, prompt, HeadDrafter(head, TreeConfig(4, 3, 12)), GenerationConfig(20)))
     want = target.model.generate(torch.tensor([prompt]), max_new_tokens=20, do_sample=False)[0, 4:].tolist()
     assert result.output_ids == want
 
@@ -119,8 +119,11 @@ def test_mismatched_heads_are_refused(tmp_path, target, mutate, message):
 
 
 def test_missing_truncated_and_corrupt_files(tmp_path, target):
-    with pytest.raises(FileNotFoundError, match="not a directory"):
+    with pytest.raises(FileNotFoundError, match="nowhere' does not exist"):
         load_head(str(tmp_path / "nowhere"), target)
+    (tmp_path / "a_file").write_text("")
+    with pytest.raises(FileNotFoundError, match="not a directory"):
+        load_head(str(tmp_path / "a_file"), target)
     empty = tmp_path / "empty"
     empty.mkdir()
     with pytest.raises(FileNotFoundError, match="no config.json"):

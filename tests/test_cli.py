@@ -4,10 +4,11 @@ import os
 import re
 import subprocess
 import sys
+from types import SimpleNamespace
 
 from eagle3.acceptance import TokenState
 from eagle3.events import Token
-from eagle3.generate import render
+from eagle3.generate import read_prompts, render
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SUMMARY = re.compile(r"new tokens (\d+) \| rounds (\d+) \| tau ([\d.]+) \| ([\d.]+) tokens/s \| stop (\w+)")
@@ -55,7 +56,12 @@ def test_cli_decodes_several_prompts_as_a_batch(model_dirs):
 def test_cli_reports_bad_input(model_dirs, tmp_path):
     target, head = model_dirs
     missing = cli("--target", str(tmp_path / "nope"), "--draft", head, "--prompt", "x")
-    assert missing.returncode == 2 and "error: target:" in missing.stderr and "Traceback" not in missing.stderr
+    assert missing.returncode == 2 and "Traceback" not in missing.stderr
+    assert f"error: target: '{tmp_path / 'nope'}' does not exist" in missing.stderr
+    for flag, message in (("--depth", "depth: 0 is outside [1, 64]"), ("--top-k", "top_k: 0 is outside [1, 64]"),
+                          ("--total-tokens", "total_tokens: 0 is outside [2, 1024]")):
+        zero = cli("--target", target, "--draft", head, "--prompt", "x", flag, "0")  # refused, never the preset's
+        assert zero.returncode == 2 and message in zero.stderr, zero.stderr
     bad_file = tmp_path / "prompt.txt"
     bad_file.write_bytes(b"def f():\xff\xfe\n")
     result = cli("--target", target, "--draft", head, "--prompt-file", str(bad_file))
@@ -63,6 +69,16 @@ def test_cli_reports_bad_input(model_dirs, tmp_path):
     result = cli("--target", target, "--draft", head, "--prompt", "x", "--top-p", "1.5")
     assert result.returncode == 2 and "top_p: 1.5 is outside (0, 1]" in result.stderr
     assert "--total-tokens" in cli("--help").stdout
+
+
+def test_a_chat_prompt_is_shown_as_typed_not_as_its_template(tokenizer):
+    from tests.test_prompts import TEMPLATE
+
+    chat = tokenizer.__class__(tokenizer_object=tokenizer.backend_tokenizer, eos_token="<eos>")
+    chat.chat_template = TEMPLATE
+    args = SimpleNamespace(prompt_file=None, prompt=["What is a prime?"])
+    (shown, ids), = read_prompts(args, chat, chat=True)
+    assert shown == "What is a prime?\n" and chat.decode(ids).startswith("<user>What is a prime?")
 
 
 def test_render_colours_each_state():

@@ -4,7 +4,7 @@ import shutil
 
 import pytest
 
-from eagle3 import GenerationConfig, TreeConfig, collect, plain_decode, speculative_decode
+from eagle3 import GenerationConfig, HeadDrafter, TreeConfig, collect, decode
 from eagle3.compiled import compile_decoding
 from tests.models import make_head, make_target
 
@@ -15,7 +15,7 @@ def test_compiled_layers_decode_the_same():
     target = make_target("llama", vocab_size=32, logit_scale=4.0)
     head = make_head(target, draft_vocab_size=24)
     prompt, tree, config = [3, 1, 4, 1, 5, 9, 2, 6], TreeConfig(3, 3, 8), GenerationConfig(20)
-    want = collect(speculative_decode(target, head, prompt, tree, config)).output_ids
+    want = collect(decode(target, prompt, HeadDrafter(head, tree), config)).output_ids
     compile_decoding(target, head)
-    assert collect(speculative_decode(target, head, prompt, tree, config)).output_ids == want
-    assert collect(plain_decode(target, prompt, config)).output_ids == want
+    assert collect(decode(target, prompt, HeadDrafter(head, tree), config)).output_ids == want
+    assert collect(decode(target, prompt, None, config)).output_ids == want

@@ -7,7 +7,7 @@ import pytest
 import torch
 from safetensors import safe_open
 
-from eagle3 import GenerationConfig, TreeConfig, collect, speculative_decode
+from eagle3 import GenerationConfig, HeadDrafter, TreeConfig, collect, decode
 from eagle3.checkpoint import expected_shapes, load_head, save_head
 from eagle3.export import main as export_main
 from tests.models import make_head, make_target
@@ -62,14 +62,13 @@ def test_files_match_what_the_engine_reads(exported, engine, prefix):
 def test_round_trip_decodes_the_same(exported):
     target, head, root = exported
     prompt = [3, 1, 4, 1, 5, 9, 2, 6]
-    want = collect(speculative_decode(target, load_head(str(root / "head"), target, dtype=None), prompt,
-                                      TreeConfig(3, 3, 8), GenerationConfig(16)))
+    want = collect(decode(target, prompt, HeadDrafter(load_head(str(root / "head"), target, dtype=None), TreeConfig(3, 3, 8)), GenerationConfig(16)))
     for engine in ("vllm", "sglang"):
         loaded = load_head(str(root / engine), target, dtype=None)
         assert target.aux_layer_ids == (1, 3, 4)  # both conventions read back to the same layers
         for key, value in head.state_dict().items():
             assert torch.equal(loaded.state_dict()[key], value), (engine, key)
-        got = collect(speculative_decode(target, loaded, prompt, TreeConfig(3, 3, 8), GenerationConfig(16)))
+        got = collect(decode(target, prompt, HeadDrafter(loaded, TreeConfig(3, 3, 8)), GenerationConfig(16)))
         assert got.output_ids == want.output_ids and got.accepted_per_round == want.accepted_per_round
 
 

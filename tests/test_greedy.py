@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from eagle3 import GenerationConfig, TreeConfig, collect, plain_decode, speculative_decode
+from eagle3 import GenerationConfig, HeadDrafter, TreeConfig, collect, decode
 from tests.models import make_head, make_target
 
 SETTINGS = [  # (depth, top_k, total_tokens)
@@ -36,8 +36,7 @@ def test_greedy_equals_generate(family):
     for depth, top_k, total in SETTINGS:
         taus = []
         for prompt, want in zip(prompts, expected):
-            result = collect(speculative_decode(target, head, prompt, TreeConfig(depth, top_k, total),
-                                                GenerationConfig(max_new_tokens=40)))
+            result = collect(decode(target, prompt, HeadDrafter(head, TreeConfig(depth, top_k, total)), GenerationConfig(max_new_tokens=40)))
             assert result.output_ids == want, (depth, top_k, total, prompt)
             taus.append(result.tau)
         if top_k > 1 or depth > 1:  # the trees did get drafts accepted, so acceptance paths ran
@@ -49,8 +48,7 @@ def test_tree_larger_than_remaining_budget():
     head = make_head(target, draft_vocab_size=24)
     for prompt in random_prompts(20, target.vocab_size, seed=1):
         for budget in (1, 2, 3, 5):
-            result = collect(speculative_decode(target, head, prompt, TreeConfig(8, 4, 40),
-                                                GenerationConfig(max_new_tokens=budget)))
+            result = collect(decode(target, prompt, HeadDrafter(head, TreeConfig(8, 4, 40)), GenerationConfig(max_new_tokens=budget)))
             assert result.output_ids == reference(target, prompt, budget)
             assert result.stop_reason == "max_new_tokens"
 
@@ -58,7 +56,7 @@ def test_tree_larger_than_remaining_budget():
 def test_plain_decoder_equals_generate():
     target = make_target("qwen3", vocab_size=32)
     for prompt in random_prompts(5, target.vocab_size):
-        result = collect(plain_decode(target, prompt, GenerationConfig(max_new_tokens=30)))
+        result = collect(decode(target, prompt, None, GenerationConfig(max_new_tokens=30)))
         assert result.output_ids == reference(target, prompt, 30)
 
 
@@ -71,8 +69,8 @@ def test_stops_at_eos_and_never_past_it():
         target.model.generation_config.eos_token_id = eos
         target.eos_token_ids = frozenset([eos])
         want = reference(target, prompt, 30)
-        for events in (speculative_decode(target, head, prompt, TreeConfig(5, 4, 24), GenerationConfig(30)),
-                       plain_decode(target, prompt, GenerationConfig(30))):
+        for events in (decode(target, prompt, HeadDrafter(head, TreeConfig(5, 4, 24)), GenerationConfig(30)),
+                       decode(target, prompt, None, GenerationConfig(30))):
             result = collect(events)
             assert result.output_ids == want
             assert result.output_ids.count(eos) == 1 and result.output_ids[-1] == eos
@@ -85,14 +83,14 @@ def test_context_limit_stops_cleanly():
     for length in (30, 40, 46, 47):
         prompt = random_prompts(1, 32, seed=length)[0] * 48
         prompt = prompt[:length]
-        for events in (speculative_decode(target, head, prompt, TreeConfig(6, 4, 30), GenerationConfig(100)),
-                       plain_decode(target, prompt, GenerationConfig(100))):
+        for events in (decode(target, prompt, HeadDrafter(head, TreeConfig(6, 4, 30)), GenerationConfig(100)),
+                       decode(target, prompt, None, GenerationConfig(100))):
             result = collect(events)
             assert len(prompt) + len(result.output_ids) == 48
             assert result.stop_reason == "context"
             assert result.output_ids == reference(target, prompt, 48 - length)
     with pytest.raises(ValueError, match="48-token context"):
-        collect(speculative_decode(target, head, [1] * 48, config=GenerationConfig(10)))
+        collect(decode(target, [1] * 48, HeadDrafter(head, None), GenerationConfig(10)))
 
 
 @pytest.mark.parametrize("family", ["mistral", "qwen3"])
@@ -106,5 +104,5 @@ def test_sliding_window_targets(family):
     head = make_head(target, draft_vocab_size=24)
     for prompt in random_prompts(6, target.vocab_size, seed=3):
         prompt = (prompt * 4)[:20]
-        result = collect(speculative_decode(target, head, prompt, TreeConfig(5, 4, 20), GenerationConfig(30)))
+        result = collect(decode(target, prompt, HeadDrafter(head, TreeConfig(5, 4, 20)), GenerationConfig(30)))
         assert result.output_ids == reference(target, prompt, 30)

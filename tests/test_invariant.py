@@ -5,8 +5,8 @@ alone (eagle3.invariant), so greedy decoding stays exact, one prompt or a batch.
 import pytest
 import torch
 
-from eagle3 import GenerationConfig, TreeConfig, collect, plain_decode, speculative_decode
-from eagle3.decode import decode_rows, prefill, stack_trees
+from eagle3 import GenerationConfig, TreeConfig, collect, collect_rows, decode, drafter_named
+from eagle3.decoding import prefill, stack_trees
 from eagle3.invariant import NAME, RowInvariantLinear
 from eagle3.target import Target, exact_bf16
 from eagle3.tree import DraftTree
@@ -36,7 +36,7 @@ def random_tree(size: int, vocab_size: int, generator: torch.Generator) -> Draft
     for node in range(1, size):
         depths[node] = depths[parents[node]] + 1
     tokens = torch.randint(0, vocab_size, (size,), generator=generator)
-    return DraftTree.build(tokens, torch.tensor(depths), parents, [-float(d) for d in depths])
+    return DraftTree.from_parents(tokens, parents, [-float(d) for d in depths])
 
 
 def path_to(tree: DraftTree, node: int) -> list[int]:
@@ -124,9 +124,9 @@ def test_bf16_greedy_speculative_equals_plain():
     for _ in range(6):
         prompt = torch.randint(0, target.vocab_size, (int(torch.randint(4, 40, (), generator=generator)),),
                                generator=generator).tolist()
-        plain = collect(plain_decode(target, prompt, config)).output_ids
+        plain = collect(decode(target, prompt, None, config)).output_ids
         for drafter in ("eagle3", "hybrid"):
-            spec = collect(speculative_decode(target, head, prompt, TreeConfig(4, 4, 16), config, drafter=drafter))
+            spec = collect(decode(target, prompt, drafter_named(drafter, head, TreeConfig(4, 4, 16)), config))
             assert spec.output_ids == plain
 
 
@@ -153,9 +153,7 @@ def test_bf16_greedy_batches_equal_each_prompt_alone():
     prompts = [torch.randint(0, target.vocab_size, (int(torch.randint(4, 40, (), generator=generator)),),
                              generator=generator).tolist() for _ in range(4)]
     config = GenerationConfig(max_new_tokens=32)
-    alone = [collect(plain_decode(target, prompt, config)).output_ids for prompt in prompts]
-    for drafter in (None, "eagle3", "hybrid"):
-        outputs = {}
-        for row, event in decode_rows(target, head, prompts, drafter, TreeConfig(4, 4, 16), config):
-            outputs[row] = event.output_ids
-        assert [outputs[row] for row in range(len(prompts))] == alone, drafter
+    alone = [collect(decode(target, prompt, None, config)).output_ids for prompt in prompts]
+    for drafter in ("plain", "eagle3", "hybrid"):
+        together = collect_rows(decode(target, prompts, drafter_named(drafter, head, TreeConfig(4, 4, 16)), config))
+        assert [stats.output_ids for stats in together] == alone, drafter

@@ -3,8 +3,8 @@
 import pytest
 import torch
 
-import eagle3.decode
-from eagle3 import GenerationConfig, SamplingConfig, TreeConfig, collect, speculative_decode
+import eagle3.decoding
+from eagle3 import GenerationConfig, SamplingConfig, TreeConfig, collect, decode, drafter_named
 from eagle3.lookup import ContextIndex, LookupConfig, hybrid_tree
 from eagle3.kv_cache import KVCache
 from eagle3.tree import DraftTree, draft_tree
@@ -26,10 +26,7 @@ def test_the_index_copies_what_followed_the_longest_earlier_ending():
 
 
 def tree_of(tokens, parents, scores):
-    depths = [0] * len(parents)
-    for node in range(1, len(parents)):
-        depths[node] = depths[parents[node]] + 1
-    return DraftTree.build(torch.tensor(tokens), torch.tensor(depths), parents, scores)
+    return DraftTree.from_parents(torch.tensor(tokens), parents, scores)
 
 
 def test_a_copy_chain_merges_under_the_root_within_the_budget():
@@ -53,8 +50,7 @@ def test_greedy_copy_drafting_is_token_exact(drafter):
     prompts += [p * 3 for p in random_prompts(3, target.vocab_size, seed=22)]  # repeats, for long copies
     copied = 0
     for prompt in prompts:
-        events = list(speculative_decode(target, head if drafter == "hybrid" else None, prompt, TreeConfig(4, 3, 12),
-                                         GenerationConfig(30), drafter=drafter))
+        events = list(decode(target, prompt, drafter_named(drafter, head if drafter == "hybrid" else None, TreeConfig(4, 3, 12)), GenerationConfig(30)))
         assert collect(events).output_ids == reference(target, prompt, 30)
         copied += sum(t.source in ("copy", "both") for e in events for t in e.tokens if t.state.value == "accepted")
     assert copied > 0  # the copy path ran and was accepted
@@ -68,8 +64,7 @@ def test_the_head_sits_out_rounds_that_copy_whole_chains():
     head = make_head(target, draft_vocab_size=24)
     copy_only = 0
     for prompt in [p * 3 for p in random_prompts(4, target.vocab_size, seed=22)]:
-        events = list(speculative_decode(target, head, prompt, TreeConfig(4, 3, 16), GenerationConfig(40),
-                                         drafter="hybrid"))
+        events = list(decode(target, prompt, drafter_named("hybrid", head, TreeConfig(4, 3, 16)), GenerationConfig(40)))
         assert collect(events).output_ids == reference(target, prompt, 40)
         copy_only += sum(bool(e.tree and e.tree.sources) and set(e.tree.sources[1:]) == {"copy"} for e in events)
     assert copy_only > 0
@@ -112,7 +107,7 @@ def test_a_copy_chain_accepted_without_checking_is_caught(pair, monkeypatch):
     """Negative control: accepting the copy chain's first token as if it were the target's breaks
     the distribution, and the same statistic sees it."""
     target, head = pair
-    settle = eagle3.decode.settle
+    settle = eagle3.decoding.settle
 
     def trusting_settle(run, draft, logits, features):
         if draft.sources and len(draft) > 1 and draft.sources[1] in ("copy", "both"):
@@ -121,7 +116,7 @@ def test_a_copy_chain_accepted_without_checking_is_caught(pair, monkeypatch):
             logits[0, int(draft.tokens[1])] = 1e4  # the target "agrees" with the copy
         return settle(run, draft, logits, features)
 
-    monkeypatch.setattr(eagle3.decode, "settle", trusting_settle)
+    monkeypatch.setattr(eagle3.decoding, "settle", trusting_settle)
     sampling = SamplingConfig(temperature=1.0)
     counts = sample_first_tokens(target, head, sampling, n=500, prompt=REPEATING, drafter="lookup")
     assert chi_square_pvalue(counts, exact_joint(target, sampling, prompt=REPEATING)) < 1e-6

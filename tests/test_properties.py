@@ -22,11 +22,8 @@ def trees(draw, vocab_size=6):
         used[node] = set()
         parents.append(parent)
         tokens.append(token)
-    depths = [0] * len(parents)
-    for node in range(1, len(parents)):
-        depths[node] = depths[parents[node]] + 1
     scores = [0.0] + [-float(draw(st.integers(0, 50))) / 10 for _ in parents[1:]]
-    return DraftTree.build(torch.tensor(tokens), torch.tensor(depths), parents, scores)
+    return DraftTree.from_parents(torch.tensor(tokens), parents, scores)
 
 
 def is_root_path(tree: DraftTree, path: list[int]) -> bool:

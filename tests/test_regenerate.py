@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from eagle3.acceptance import SamplingConfig
-from eagle3.decode import GenerationConfig, plain_decode
+from eagle3.decoding import GenerationConfig, decode
 from eagle3.regenerate import generate_replies
 from eagle3.stats import collect
 from tests.models import make_target
@@ -31,7 +31,7 @@ def test_greedy_replies_equal_each_prompt_decoded_alone(target):
     replies = generate_replies(target, asked, 10, SamplingConfig(), slots=4, seed=0)
     alone = []
     for prompt in asked:
-        output = collect(list(plain_decode(target, prompt, GenerationConfig(max_new_tokens=10)))).output_ids
+        output = collect(list(decode(target, prompt, None, GenerationConfig(max_new_tokens=10)))).output_ids
         alone.append([t for t in output if t != EOS])
     assert replies == alone
     lengths = {len(r) for r in replies}
@@ -62,5 +62,5 @@ def test_follow_up_prompts_join_the_queue_and_the_cache_grows(target):
     replies = generate_replies(target, asked, 10, SamplingConfig(), slots=4, seed=0, follow_up=follow_up)
     assert len(replies) == len(everything) == 12
     for prompt, reply in zip(everything, replies):
-        output = collect(list(plain_decode(target, prompt, GenerationConfig(max_new_tokens=10)))).output_ids
+        output = collect(list(decode(target, prompt, None, GenerationConfig(max_new_tokens=10)))).output_ids
         assert reply == [t for t in output if t != EOS]

@@ -6,8 +6,8 @@ import pytest
 import torch
 from scipy.stats import chisquare
 
-import eagle3.decode
-from eagle3 import GenerationConfig, SamplingConfig, TreeConfig, speculative_decode
+import eagle3.decoding
+from eagle3 import GenerationConfig, HeadDrafter, SamplingConfig, TreeConfig, collect, decode, drafter_named
 from eagle3.acceptance import Acceptance, TokenState, choose_among, target_probs
 from tests.models import make_head, make_target
 
@@ -68,12 +68,12 @@ def exact_joint(target, sampling: SamplingConfig, length: int = 3, prompt=PROMPT
 def sample_first_tokens(target, head, sampling, n, tree=TreeConfig(2, 3, 8), length=3, prompt=PROMPT, drafter="eagle3"):
     counts = torch.zeros(VOCAB ** length)
     for seed in range(n):
-        events = speculative_decode(target, head, prompt, tree, GenerationConfig(64, sampling, seed=seed),
-                                    drafter=drafter)
+        events, ids = decode(target, prompt, drafter_named(drafter, head, tree), GenerationConfig(64, sampling, seed=seed)), []
         for event in events:
-            if event.new_tokens >= length:
+            ids += event.output_ids
+            if len(ids) >= length:
                 break
-        ids = event.output_ids[:length]
+        ids = ids[:length]
         counts[sum(t * VOCAB ** (length - 1 - i) for i, t in enumerate(ids))] += 1
         events.close()
     return counts
@@ -111,7 +111,7 @@ def test_wrong_acceptance_rule_is_caught(pair, monkeypatch):
             path.append(node)
         return Acceptance(path, int(torch.multinomial(probs[node], 1, generator=generator)), TokenState.BONUS, [])
 
-    monkeypatch.setattr(eagle3.decode, "accept_sampled", always_accept)
+    monkeypatch.setattr(eagle3.decoding, "accept_sampled", always_accept)
     sampling = SamplingConfig(temperature=1.0)
     counts = sample_first_tokens(target, head, sampling, n=500)
     assert chi_square_pvalue(counts, exact_joint(target, sampling)) < 1e-6
@@ -120,8 +120,7 @@ def test_wrong_acceptance_rule_is_caught(pair, monkeypatch):
 def test_seeded_sampling_is_reproducible(pair):
     target, head = pair
     config = GenerationConfig(20, SamplingConfig(temperature=1.0), seed=7)
-    runs = [[e.output_ids[:] for e in speculative_decode(target, head, PROMPT, TreeConfig(3, 3, 10), config)][-1]
-            for _ in range(2)]
+    runs = [collect(decode(target, PROMPT, HeadDrafter(head, TreeConfig(3, 3, 10)), config)).output_ids for _ in range(2)]
     assert runs[0] == runs[1] and len(runs[0]) == 20
 
 

@@ -5,7 +5,7 @@ import json
 import pytest
 import torch
 
-from eagle3 import GenerationConfig, TreeConfig, collect, load_head, speculative_decode
+from eagle3 import GenerationConfig, HeadDrafter, TreeConfig, collect, decode, load_head
 from eagle3.data import Example, encode_record, load_examples
 from eagle3.head import UnrolledKV
 from eagle3.kv_cache import KVCache
@@ -110,7 +110,7 @@ def test_trainer_smoke(tmp_path, tokenizer, capsys):
     head = load_head(str(tmp_path / "head"), loaded_target)
     assert head.config.draft_vocab_size == 120 and int(head.t2d.sum()) == 120
     prompt = tokenizer("def add(a, b):\n").input_ids
-    result = collect(speculative_decode(loaded_target, head, prompt, TreeConfig(3, 3, 8), GenerationConfig(24)))
+    result = collect(decode(loaded_target, prompt, HeadDrafter(head, TreeConfig(3, 3, 8)), GenerationConfig(24)))
     want = loaded_target.model.generate(torch.tensor([prompt]), max_new_tokens=24, do_sample=False)[0, len(prompt):]
     assert result.output_ids == want.tolist()[: len(result.output_ids)]
     assert result.stop_reason == "eos" or len(result.output_ids) == 24
