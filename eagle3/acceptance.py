@@ -58,11 +58,15 @@ def target_probs(logits: torch.Tensor, sampling: SamplingConfig) -> torch.Tensor
     probs = torch.softmax(logits, dim=-1)
     if sampling.top_p < 1:
         sorted_probs, order = probs.sort(dim=-1, descending=True)
-        # Drop a token when the tokens strictly more likely already cover top_p.
-        drop = sorted_probs.cumsum(dim=-1) - sorted_probs >= sampling.top_p
-        probs = probs.scatter(-1, order, sorted_probs.masked_fill(drop, 0.0))
+        probs = probs.scatter(-1, order, sorted_probs.masked_fill(beyond_nucleus(sorted_probs, sampling.top_p), 0.0))
         probs = probs / probs.sum(dim=-1, keepdim=True)
     return probs
+
+
+def beyond_nucleus(sorted_probs: torch.Tensor, top_p: float) -> torch.Tensor:
+    """Which of probabilities [..., k], in descending order, top-p drops: a token goes when
+    the tokens strictly more likely already cover top_p."""
+    return sorted_probs.cumsum(dim=-1) - sorted_probs >= top_p
 
 
 def sample(probs: torch.Tensor, generator: torch.Generator | None) -> int:
@@ -76,9 +80,8 @@ def nucleus(logits: torch.Tensor, sampling: SamplingConfig, candidates: int = 10
     fraction of a full sort's cost, for top-p without top-k."""
     probs = torch.softmax(logits.float() / sampling.temperature, dim=-1)
     top, ids = probs.topk(min(candidates, probs.shape[-1]), dim=-1)  # descending
-    before = top.cumsum(dim=-1) - top
-    covered = before[:, -1] + top[:, -1] >= sampling.top_p  # every later token is dropped too
-    kept = top.masked_fill(before >= sampling.top_p, 0.0)
+    covered = top.cumsum(dim=-1)[:, -1] >= sampling.top_p  # every later token is dropped too
+    kept = top.masked_fill(beyond_nucleus(top, sampling.top_p), 0.0)
     return kept / kept.sum(dim=-1, keepdim=True), ids, covered
 
 

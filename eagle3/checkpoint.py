@@ -9,6 +9,7 @@ Anything that does not fit is refused here, naming the field and both values.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import pickle
@@ -198,10 +199,10 @@ def save_head(head: Eagle3Head, path: str, dtype: torch.dtype | None = None) -> 
 def head_files(head: Eagle3Head, dtype: torch.dtype | None = None) -> tuple[dict, dict[str, torch.Tensor]]:
     """The head's config.json fields and tensors, floating-point ones in dtype (default: its own)."""
     dtype = dtype or head.fc.weight.dtype
-    head.config.torch_dtype = str(dtype).removeprefix("torch.")
+    config = dataclasses.replace(head.config, torch_dtype=str(dtype).removeprefix("torch."))  # the head's own stays
     tensors = {k: (v.to(dtype) if v.is_floating_point() else v).detach().contiguous().cpu()
                for k, v in head.state_dict().items()}
-    return head.config.to_dict(), tensors
+    return config.to_dict(), tensors
 
 
 def write_head(path: str, config: dict, tensors: dict[str, torch.Tensor]) -> None:

@@ -28,7 +28,7 @@ from transformers.models.llama.modeling_llama import LlamaRotaryEmbedding
 from eagle3.decoding import clock
 from eagle3.head import Eagle3Config, Eagle3Head
 from eagle3.kv_cache import KVCache
-from eagle3.target import Target, resolve_device, resolve_dtype
+from eagle3.target import Target, resolve_device, resolve_dtype, set_arithmetic
 from eagle3.tree import TreeConfig, draft_tree
 
 SHAPES = {  # target config; the head is one decoder layer of the same width
@@ -53,7 +53,7 @@ def random_pair(shape: str, device: torch.device, dtype: torch.dtype,
         model = LlamaForCausalLM(config)
     model = model.to_empty(device=device).to(dtype)
     model.model.rotary_emb = LlamaRotaryEmbedding(config).to(device)  # its buffers are computed, not loaded
-    target = Target(model.eval(), attention=attention)
+    target = Target(set_arithmetic(model.eval(), attention))
     head = Eagle3Head(Eagle3Config.for_target(config, draft_vocab_size), target.input_embeddings)
     head = head.to(device=device, dtype=dtype).eval()
     generator = torch.Generator(device).manual_seed(0)

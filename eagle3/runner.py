@@ -1,12 +1,10 @@
 """Run decoding on the process's main thread while a server streams its events from another.
 
-Why: with PyTorch's OpenMP backend, parallel CPU kernels run up to 2x slower when they
+Why: with PyTorch's OpenMP backend, parallel CPU kernels run markedly slower when they
 are started from a thread other than the first one to use OpenMP (libgomp counts every
 thread pool it manages and, once they outnumber the cores, makes idle workers sleep
-instead of spin). On 2 cores a 16x384x1152 matmul takes 120 us from the main thread and
-250 us from any other, and a whole EAGLE-3 decode runs at 170 vs 105 tokens/s. Web
-servers such as Gradio call handlers from worker threads, which would make every speed
-they show wrong. So the server thread hands the decode to the main thread.
+instead of spin; docs/design.md has the measurements). Web servers such as Gradio call
+handlers from worker threads, which would make every speed they show wrong. So the server thread hands the decode to the main thread.
 
 The two threads take turns, like a generator: the work runs only while the asking thread
 waits for its next batch, so the server's own Python (rendering, sending) never competes

@@ -100,23 +100,14 @@ class TargetOutput:
 class Target:
     """A Hugging Face causal LM plus what speculative decoding needs from it."""
 
-    def __init__(self, model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase | None = None,
-                 attention: str = "auto"):
-        """attention: the model's attention implementation; auto picks eagle3.invariant's
-        batch-invariant one on a CPU in 16-bit floats (what keeps greedy decoding exact
-        there, with its row-invariant linear layers) and leaves the model's own elsewhere."""
+    def __init__(self, model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase | None = None):
+        """The model as it is: its arithmetic is set_arithmetic's business (load_target calls it)."""
         config = model.config
         if config.model_type not in SUPPORTED_FAMILIES:
             raise ValueError(
                 f"target: model_type '{config.model_type}' is not supported "
                 f"(supported families: {', '.join(SUPPORTED_FAMILIES)})"
             )
-        if attention == "auto" and wants_invariant_arithmetic(model.device, model.dtype):
-            attention = INVARIANT_ATTENTION
-        if attention != "auto":
-            model.set_attn_implementation(attention)
-        if attention == INVARIANT_ATTENTION:
-            make_row_invariant(model)
         self.model = model.eval()
         self.tokenizer = tokenizer
         self.config = config
@@ -265,6 +256,20 @@ def _eos_token_ids(model: PreTrainedModel, tokenizer) -> frozenset[int]:
     return frozenset([ids] if isinstance(ids, int) else ids)
 
 
+def set_arithmetic(model: PreTrainedModel, attention: str = "auto") -> PreTrainedModel:
+    """Set the model's attention implementation, in place. auto picks eagle3.invariant's
+    batch-invariant attention on a CPU in 16-bit floats, and turns the model's linear layers
+    into row-invariant ones (together they keep greedy decoding exact there); elsewhere auto
+    leaves the model's own. Returns the model."""
+    if attention == "auto" and wants_invariant_arithmetic(model.device, model.dtype):
+        attention = INVARIANT_ATTENTION
+    if attention != "auto":
+        model.set_attn_implementation(attention)
+    if attention == INVARIANT_ATTENTION:
+        make_row_invariant(model)
+    return model
+
+
 def names_a_path(path: str) -> bool:
     """Whether `path` can only be a local path (absolute, relative with a dot, home, or a file
     name), never a hub id of the form namespace/name."""
@@ -300,4 +305,4 @@ def load_target(
         model = AutoModelForCausalLM.from_pretrained(path, dtype=torch_dtype, trust_remote_code=trust_remote_code)
     except OSError as error:
         raise FileNotFoundError(f"target: cannot load '{path}': {error}") from error
-    return Target(model.to(torch_device), tokenizer, attention)
+    return Target(set_arithmetic(model.to(torch_device), attention), tokenizer)

@@ -6,7 +6,7 @@ import torch
 from transformers import LlamaConfig, LlamaForCausalLM, MistralConfig, MistralForCausalLM, PreTrainedTokenizerFast, Qwen3Config, Qwen3ForCausalLM
 
 from eagle3.head import Eagle3Config, Eagle3Head
-from eagle3.target import Target
+from eagle3.target import Target, set_arithmetic
 
 COMMON = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=6, num_attention_heads=4,
               num_key_value_heads=2, max_position_embeddings=256, bos_token_id=None, pad_token_id=None)
@@ -28,7 +28,7 @@ def make_target(family: str = "llama", vocab_size: int = 32, seed: int = 0, eos:
     with torch.no_grad():
         model.lm_head.weight.mul_(logit_scale)
     model.generation_config.eos_token_id = eos
-    return Target(model.eval())
+    return Target(set_arithmetic(model.eval()))
 
 
 def make_head(target: Target, draft_vocab_size: int | None = None, seed: int = 1, **overrides) -> Eagle3Head:

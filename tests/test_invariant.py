@@ -8,7 +8,7 @@ import torch
 from eagle3 import GenerationConfig, TreeConfig, collect, collect_rows, decode, drafter_named
 from eagle3.decoding import prefill, stack_trees
 from eagle3.invariant import NAME, RowInvariantLinear
-from eagle3.target import Target, exact_bf16
+from eagle3.target import Target, exact_bf16, set_arithmetic
 from eagle3.tree import DraftTree
 from tests.models import make_head, make_target
 
@@ -19,7 +19,7 @@ pytestmark = pytest.mark.skipif(not exact_bf16(torch.device("cpu")), reason="nee
 
 def bf16_target(attention: str = "auto", seed: int = 0, **overrides) -> Target:
     model = make_target("llama", vocab_size=64, seed=seed, logit_scale=4.0, **overrides).model.to(torch.bfloat16)
-    return Target(model, attention=attention)
+    return Target(set_arithmetic(model, attention))
 
 
 def stock_linears(target: Target) -> Target:
