@@ -37,7 +37,7 @@ from eagle3.batch import AUTO_MAX_SPECULATIVE_BATCH
 from eagle3.decoding import decode
 from eagle3.drafters import SPECULATIVE_DRAFTERS, drafter_named
 from eagle3.options import add_pair_options
-from eagle3.presets import PRESETS, Preset
+from eagle3.presets import PRESETS, Preset, pair_preset
 from eagle3.prompts import first_per_category, fit_chat, read_prompts
 from eagle3.runner import MainThreadRunner
 from eagle3.views import (RunView, batch_rows_html, chart_data, empty_charts, legend_html, pooled, render_tree,
@@ -177,9 +177,9 @@ class Models:
                 target = load_target(preset.target, self.device, self.dtype or preset.dtype, self.trust_remote_code,
                                      self.attention)
                 head = load_head(preset.head, target)
-            except (ValueError, FileNotFoundError, OSError) as error:
+            except (ValueError, FileNotFoundError, OSError, RuntimeError) as error:  # RuntimeError: CUDA, ZeroGPU
                 raise gr.Error(f"Cannot load {name}: {error}") from error
-            if preset.name not in self.presets:  # a typed pair: chat when its tokenizer has a template
+            if preset.chat is None:  # a pair the presets do not know: chat when its tokenizer has a template
                 preset = dataclasses.replace(preset, chat=bool(target.tokenizer.chat_template))
             self.loaded[name] = (preset, target, head)
         return self.loaded[name]
@@ -191,7 +191,7 @@ class Models:
         target, sep, head = (part.strip() for part in name.partition("|"))
         if not sep or not target or not head:
             raise gr.Error(f"model: {name!r} is not of the form 'TARGET | HEAD' (a path or hub id each)")
-        return Preset(name, target, head, chat=False, tree=TreeConfig())
+        return Preset(name, target, head, chat=None, tree=TreeConfig())
 
     @property
     def first(self) -> Preset:
@@ -202,9 +202,9 @@ def load_models(args: argparse.Namespace) -> Models:
     """The model menu of a server started with these flags (--target first, then the presets),
     its first pair loaded: before the first request, outside the GPU handler, as ZeroGPU wants."""
     presets = PRESETS
-    if args.target:
-        presets = [Preset(f"Custom: {args.target}", args.target, args.draft or "", chat=False, tree=TreeConfig()),
-                   *PRESETS]
+    if args.target:  # first in the menu, found as the CLIs find it
+        chosen = pair_preset(args.target, args.draft)
+        presets = [chosen, *(p for p in PRESETS if p is not chosen)]
     models = Models(presets, args.device, args.dtype, args.trust_remote_code, args.allow_any_model, args.attention)
     models.get(presets[0].name)  # seconds for the embedded pair
     return models
@@ -505,10 +505,16 @@ def batch(request: ChatRequest, session: str | None = None) -> Iterator[BatchUpd
     yield from streamed(BatchShow(request, run), session)
 
 
+def on_zero_gpu(environ) -> bool:
+    """Whether this process is a ZeroGPU Space's, as its environment says (SPACES_ZERO_GPU).
+    A dedicated GPU Space may have `spaces` installed too, where spaces.GPU does nothing."""
+    return environ.get("SPACES_ZERO_GPU", "").strip().lower() in ("1", "true", "yes")
+
+
 # ZeroGPU's import-time needs, met here because `spaces` reads them when the module loads: the
 # handlers that use the GPU decorated, and the weights loaded (and moved to cuda) in the main
 # process before any request. Everywhere else main() does the set-up.
-ZERO_GPU = spaces is not None and torch.cuda.is_available()
+ZERO_GPU = spaces is not None and on_zero_gpu(os.environ)
 if ZERO_GPU:
     chat, batch = spaces.GPU(duration=120)(chat), spaces.GPU(duration=120)(batch)
     MODELS = load_models(parse_args(sys.argv[1:] if __name__ == "__main__" else []))
@@ -703,7 +709,10 @@ def main(argv=None) -> None:
     args = parse_args(argv)
     transformers.utils.logging.disable_progress_bar()
     if MODELS is None:  # (ZeroGPU loaded them at import)
-        MODELS = load_models(args)
+        try:
+            MODELS = load_models(args)
+        except (ValueError, FileNotFoundError, gr.Error) as error:
+            sys.exit(f"error: {getattr(error, 'message', None) or error}")
     # Decoding on this (the main) thread, which serve_forever hands over; ZeroGPU decodes in a
     # process of its own instead.
     RUNNER = MainThreadRunner(serving=not ZERO_GPU)

@@ -50,8 +50,8 @@ def random_pair(shape: str, device: torch.device, dtype: torch.dtype,
     draft_vocab_size = fields.pop("draft_vocab_size")
     config = LlamaConfig(**fields, tie_word_embeddings=False)
     with torch.device("meta"):
-        model = LlamaForCausalLM(config)
-    model = model.to_empty(device=device).to(dtype)
+        model = LlamaForCausalLM(config).to(dtype)  # cast while it holds no memory: an 8B target is 16 GB, not 32
+    model = model.to_empty(device=device)
     model.model.rotary_emb = LlamaRotaryEmbedding(config).to(device)  # its buffers are computed, not loaded
     target = Target(set_arithmetic(model.eval(), attention))
     head = Eagle3Head(Eagle3Config.for_target(config, draft_vocab_size), target.input_embeddings)

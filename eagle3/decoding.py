@@ -212,12 +212,12 @@ def prefill(target: Target, prompts: Sequence[Sequence[int]], cache: KVCache, ca
         out = target.forward(input_ids, positions, cache, logits_to_keep=1, capture=capture)
         return input_ids, out.logits[:, -1], out
     causal = torch.ones(width, width, dtype=torch.bool, device=device).tril().expand(len(prompts), width, width)
-    # Logits only from the shortest prompt's last position on: every row's last one is there.
-    kept = width - min(lengths) + 1
+    # Logits only at the positions where some row's prompt ends: at most B of the W.
+    ends = sorted({length - 1 for length in lengths})
     out = target.forward(input_ids, positions, cache, target.attention_mask(causal, positions, positions),
-                         logits_to_keep=kept, capture=capture)
-    last = torch.tensor(lengths, device=device) - 1 - (width - kept)
-    return input_ids, out.logits[torch.arange(len(prompts), device=device), last], out
+                         logits_to_keep=torch.tensor(ends, device=device), capture=capture)
+    where = torch.tensor([ends.index(length - 1) for length in lengths], device=device)
+    return input_ids, out.logits[torch.arange(len(prompts), device=device), where], out
 
 
 def as_prompts(prompts: str | Sequence[int] | Sequence[str | Sequence[int]]) -> list[str | Sequence[int]]:

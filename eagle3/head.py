@@ -244,9 +244,20 @@ class Eagle3Head(nn.Module):
         self.register_buffer("d2t", torch.zeros(config.draft_vocab_size, dtype=torch.long))
         self.register_buffer("t2d", torch.ones(config.vocab_size, dtype=torch.bool))
         self.rotary = LlamaRotaryEmbedding(config.llama_config())
+        # Its frequencies in float32, kept out of the module's buffers so that `.to(dtype)` leaves them:
+        # published heads are trained with float32 RoPE, and bfloat16 ones would shift every angle.
+        self._rope_inv_freq = self.rotary.inv_freq.clone()
         self.embed_tokens = nn.Embedding(config.vocab_size, config.hidden_size) if own_embedding else None
         # A list keeps the target's embedding out of this module's parameters and state dict.
         self._shared_embedding = [shared_embedding]
+
+    def _apply(self, fn, recurse=True):
+        """`.to()`, `.cuda()`, `.half()` and the like, with the RoPE frequencies kept in float32."""
+        super()._apply(fn, recurse)
+        device = self.rotary.inv_freq.device
+        self.rotary.inv_freq = self._rope_inv_freq.to(device)
+        self.rotary.original_inv_freq = self._rope_inv_freq.to(device)
+        return self
 
     def embed(self, token_ids: torch.Tensor) -> torch.Tensor:
         table = self.embed_tokens if self.embed_tokens is not None else self._shared_embedding[0]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from dataclasses import dataclass
 
@@ -17,7 +18,7 @@ class Preset:
     name: str
     target: str  # local directory, .gguf file or hub id
     head: str
-    chat: bool  # wrap prompts in the target's chat template
+    chat: bool | None  # wrap prompts in the target's chat template; None: when its tokenizer has one
     tree: TreeConfig
     note: str = ""
     dtype: str = "auto"  # the target's dtype (auto: bfloat16 on CUDA and CPUs with AMX, else float32)
@@ -50,6 +51,20 @@ PRESETS = [
 def preset_for(target: str) -> Preset | None:
     """The preset whose target this is, if any."""
     return next((p for p in PRESETS if p.target == target or os.path.abspath(p.target) == os.path.abspath(target)), None)
+
+
+def pair_preset(target: str, draft: str | None) -> Preset:
+    """The pair that --target (and --draft, where given) name, as the CLIs read them: a
+    preset's target brings its head, chat mode and tree; any other needs --draft and is a
+    chat when its tokenizer has a template."""
+    preset = preset_for(target)
+    if preset is not None:
+        return preset if not draft else dataclasses.replace(preset, name=f"{target} + {draft}", head=draft,
+                                                            note=f"--target {target} --draft {draft}")
+    if not draft:
+        raise ValueError(f"--draft: no head is known for --target {target}; name one")
+    return Preset(f"{target} + {draft}", target, draft, chat=None, tree=TreeConfig(),
+                  note=f"--target {target} --draft {draft}")
 
 
 @dataclass(frozen=True)

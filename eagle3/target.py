@@ -52,10 +52,18 @@ def resolve_dtype(dtype: str | torch.dtype | None, device: torch.device) -> torc
     return DTYPES[dtype]
 
 
+def bf16_native(capability: tuple[int, int]) -> bool:
+    """Whether a CUDA device of this compute capability has bfloat16 arithmetic in hardware:
+    Ampere (8.0) and later. Older ones (V100 7.0, T4 7.5) emulate it, slowly, although
+    torch.cuda.is_bf16_supported() says yes there."""
+    return tuple(capability) >= (8, 0)
+
+
 def bf16_supported(device: torch.device) -> bool:
-    """Whether bfloat16 matmuls are fast here: CUDA, or a CPU with AVX-512 BF16 or AMX."""
+    """Whether bfloat16 matmuls are fast here: CUDA from compute capability 8.0, or a CPU with
+    AVX-512 BF16 or AMX."""
     if device.type == "cuda":
-        return torch.cuda.is_bf16_supported()
+        return bf16_native(torch.cuda.get_device_capability(device))
     return torch.backends.cpu.get_cpu_capability() in ("AVX512", "AVX512_BF16", "AMX") and _cpu_has_bf16()
 
 
@@ -169,13 +177,14 @@ class Target:
         position_ids: torch.Tensor,
         cache: KVCache,
         attention_mask=None,
-        logits_to_keep: int = 0,
+        logits_to_keep: int | torch.Tensor = 0,
         capture: bool = False,
     ) -> TargetOutput:
         """Run input_ids [B, n] at position_ids [B, n] on top of the cache.
 
         attention_mask: None for a causal step, else a 4D additive mask [B, 1, n, cache + n]
-        (or a dict of them by layer type), e.g. for tree verification. logits_to_keep: 0 keeps all.
+        (or a dict of them by layer type), e.g. for tree verification. logits_to_keep: 0 keeps
+        all, k the last k positions, a 1D tensor those positions (of every row).
         """
         with self._capturing(capture) as captured:
             out = self.model(

@@ -156,6 +156,21 @@ def test_model_choice_is_closed_unless_the_operator_opens_it(model_dirs):
         opened.get(target)
     preset, loaded, _ = opened.get(f"{target} | {head}")
     assert preset.target == target and loaded.tokenizer is not None
+    assert preset.chat is False  # decided by its tokenizer, which has no chat template
+
+
+def test_a_lazy_load_s_device_error_is_a_message(monkeypatch, model_dirs):
+    """ZeroGPU refuses CUDA in the main process with a RuntimeError: the menu says so, the page stays."""
+    import gradio as gr
+
+    def refused(*args, **kwargs):
+        raise RuntimeError("CUDA must not be initialized in the main process")
+
+    target, head = model_dirs
+    models = app.Models([], "cpu", "float32", allow_any=True)
+    monkeypatch.setattr(app, "load_target", refused)
+    with pytest.raises(gr.Error, match="CUDA must not be initialized"):
+        models.get(f"{target} | {head}")
 
 
 def test_device_error_is_reported_and_the_app_recovers(monkeypatch):
@@ -341,3 +356,20 @@ def test_real_browser(served):
         page.wait_for_function("document.querySelector('#chart-tau')?.layout !== undefined", timeout=30_000)
         assert page.evaluate(chart_text_color) != light_text
         page.context.browser.close()
+
+
+def test_a_target_flag_finds_its_preset_as_the_clis_do():
+    from eagle3.presets import PRESETS, pair_preset
+
+    llama = "meta-llama/Llama-3.1-8B-Instruct"
+    assert pair_preset(llama, None) is next(p for p in PRESETS if p.target == llama)  # its head, chat and tree
+    mine = pair_preset(llama, "runs/my-head")
+    assert mine.head == "runs/my-head" and mine.chat is True and mine.tree == pair_preset(llama, None).tree
+    assert pair_preset("runs/other-model", "runs/head").chat is None  # decided by its tokenizer's template
+    with pytest.raises(ValueError, match="--draft: no head is known for --target runs/other-model"):
+        pair_preset("runs/other-model", None)
+
+
+def test_zero_gpu_is_told_by_the_environment():
+    assert app.on_zero_gpu({"SPACES_ZERO_GPU": "true"}) and app.on_zero_gpu({"SPACES_ZERO_GPU": "1"})
+    assert not app.on_zero_gpu({}) and not app.on_zero_gpu({"SPACES_ZERO_GPU": "false"})

@@ -103,3 +103,15 @@ def test_copying_batches_pad_trees_of_different_sizes_and_stay_exact():
     assert any(len(s) > 1 for s in sizes.values())  # some round verified trees of different sizes together
     with pytest.raises(ValueError, match="adaptive depth: decodes one prompt at a time"):
         next(decode(target, prompts, HeadDrafter(head, policy=AdaptiveDepth())))
+
+
+def test_a_ragged_prefill_keeps_logits_only_where_a_prompt_ends():
+    from eagle3.decoding import prefill
+
+    target = make_target("llama", vocab_size=32, logit_scale=4.0)
+    prompts = [list(range(1, 4)), list(range(1, 30)), list(range(2, 5)), list(range(1, 12))]
+    _, last, out = prefill(target, prompts, target.new_cache(64))
+    assert out.logits.shape == (4, 3, 32)  # three distinct ends, not the 27 positions after the shortest
+    for row, prompt in enumerate(prompts):
+        _, alone, _ = prefill(target, [prompt], target.new_cache(64))
+        assert torch.allclose(last[row], alone[0], atol=1e-5)

@@ -106,6 +106,25 @@ def test_bench_sampled_reports_no_exact_match(tmp_path, model_dirs):
     assert report["summary"]["exact_match"] is None and report["summary"]["hf_prompt_lookup_tokens_per_s"] is None
 
 
+def test_the_cost_model_is_materialised_in_its_dtype(monkeypatch):
+    """The random target is cast while on `meta`: memory is allocated once, in bfloat16, never
+    first in float32 (an 8B target would take 32 GB before its cast)."""
+    import torch
+
+    from eagle3.costs import random_pair
+
+    emptied = []
+    to_empty = torch.nn.Module.to_empty
+
+    def recording(module, *args, **kwargs):
+        emptied.append({p.dtype for p in module.parameters()})
+        return to_empty(module, *args, **kwargs)
+
+    monkeypatch.setattr(torch.nn.Module, "to_empty", recording)
+    target, head = random_pair("tiny", torch.device("cpu"), torch.bfloat16)
+    assert emptied == [{torch.bfloat16}] and target.dtype == torch.bfloat16
+
+
 def test_step_costs_on_a_tiny_shape(tmp_path):
     from eagle3.costs import main as costs_main
 

@@ -156,3 +156,14 @@ def test_pickle_payloads_are_not_executed(tmp_path, target):
     with pytest.raises(ValueError, match="holds more than tensors"):
         load_head(path, target)
     assert not (tmp_path / "pwned").exists()
+
+
+def test_a_bfloat16_head_keeps_float32_rope(tmp_path, target):
+    """Published heads are trained with float32 RoPE: casting the head leaves its frequencies."""
+    config = published_config()
+    path = write_head(tmp_path / "head", config, published_tensors(config))
+    head = load_head(path, target, dtype="bfloat16")
+    assert head.fc.weight.dtype == torch.bfloat16
+    dim = config["hidden_size"] // config["num_attention_heads"]
+    want = 1.0 / (config.get("rope_theta", 10000.0) ** (torch.arange(0, dim, 2, dtype=torch.float) / dim))
+    assert head.rotary.inv_freq.dtype == torch.float32 and torch.allclose(head.rotary.inv_freq, want)
