@@ -17,6 +17,7 @@ import os
 import sys
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from contextlib import closing
 from dataclasses import dataclass, field
@@ -159,19 +160,36 @@ def parse_args(argv=None) -> argparse.Namespace:
     return args
 
 
+def memory_budget(device: torch.device) -> int:
+    """Bytes that loaded pairs may hold: most of a GPU's memory (the rest is for caches and
+    activations), half of the machine's memory on a CPU."""
+    if device.type == "cuda":
+        return int(0.8 * torch.cuda.get_device_properties(device).total_memory)
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2
+
+
+def pair_bytes(target, head) -> int:
+    tensors = [*target.model.parameters(), *target.model.buffers(), *head.parameters(), *head.buffers()]
+    return sum(t.numel() * t.element_size() for t in tensors)
+
+
 class Models:
-    """Target / head pairs by preset name, loaded when first chosen. With `allow_any`, a name
-    of the form "TARGET | HEAD" (local paths or hub ids) loads that pair too."""
+    """Target / head pairs by preset name, loaded when first chosen and kept while they fit
+    `budget` bytes (default: memory_budget of the device), the least recently used going
+    first. With `allow_any`, a name of the form "TARGET | HEAD" (local paths or hub ids)
+    loads that pair too."""
 
     def __init__(self, presets: list[Preset], device: str, dtype: str, trust_remote_code: bool = False,
-                 allow_any: bool = False, attention: str = "auto"):
+                 allow_any: bool = False, attention: str = "auto", budget: int | None = None):
         self.presets = {p.name: p for p in presets}
         self.device, self.dtype, self.trust_remote_code, self.allow_any = device, dtype, trust_remote_code, allow_any
-        self.attention = attention
-        self.loaded: dict[str, tuple] = {}
+        self.attention, self.budget = attention, budget
+        self.loaded: OrderedDict[str, tuple] = OrderedDict()  # least recently used first
 
     def get(self, name: str):
-        if name not in self.loaded:
+        if name in self.loaded:
+            self.loaded.move_to_end(name)
+        else:
             preset = self.presets.get(name) or self.custom(name)
             try:
                 target = load_target(preset.target, self.device, self.dtype or preset.dtype, self.trust_remote_code,
@@ -182,7 +200,16 @@ class Models:
             if preset.chat is None:  # a pair the presets do not know: chat when its tokenizer has a template
                 preset = dataclasses.replace(preset, chat=bool(target.tokenizer.chat_template))
             self.loaded[name] = (preset, target, head)
+            self.evict(target.device)
         return self.loaded[name]
+
+    def evict(self, device: torch.device) -> None:
+        """Drop the least recently used pairs until the rest fit the budget (the newest stays)."""
+        budget = self.budget if self.budget is not None else memory_budget(device)
+        while len(self.loaded) > 1 and sum(pair_bytes(t, h) for _, t, h in self.loaded.values()) > budget:
+            self.loaded.popitem(last=False)
+        if device.type == "cuda":
+            torch.cuda.empty_cache()
 
     def custom(self, name: str) -> Preset:
         if not self.allow_any:

@@ -373,3 +373,16 @@ def test_a_target_flag_finds_its_preset_as_the_clis_do():
 def test_zero_gpu_is_told_by_the_environment():
     assert app.on_zero_gpu({"SPACES_ZERO_GPU": "true"}) and app.on_zero_gpu({"SPACES_ZERO_GPU": "1"})
     assert not app.on_zero_gpu({}) and not app.on_zero_gpu({"SPACES_ZERO_GPU": "false"})
+
+
+def test_loaded_pairs_are_kept_while_they_fit_the_budget(model_dirs):
+    target, head = model_dirs
+    names = [f"{target} | {head}", f"{target}/ | {head}"]  # the same pair under two names: two loads
+    one = app.pair_bytes(*app.Models([], "cpu", "float32", allow_any=True).get(names[0])[1:])
+    roomy = app.Models([], "cpu", "float32", allow_any=True, budget=3 * one)
+    tight = app.Models([], "cpu", "float32", allow_any=True, budget=int(1.5 * one))
+    for models in (roomy, tight):
+        for name in (*names, names[0]):
+            models.get(name)
+    assert list(roomy.loaded) == [names[1], names[0]]  # both kept, the last used last
+    assert list(tight.loaded) == [names[0]]  # only the last used fits
