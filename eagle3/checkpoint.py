@@ -147,9 +147,10 @@ def check_fits_target(config: Eagle3Config, target: Target, has_own_embedding: b
 
 def local_head_dir(path: str) -> str:
     """A head directory: `path` itself, or a hub snapshot where a network is allowed."""
-    if os.path.isdir(os.path.expanduser(path)):
-        return os.path.expanduser(path)
-    if names_a_path(path) and not os.path.exists(os.path.expanduser(path)):
+    path = os.path.expanduser(path)
+    if os.path.isdir(path):
+        return path
+    if names_a_path(path) and not os.path.exists(path):
         raise FileNotFoundError(f"head: '{path}' does not exist (no such file or directory)")
     if os.environ.get("HF_HUB_OFFLINE") == "1" or names_a_path(path):
         raise FileNotFoundError(f"head: '{path}' is not a directory")

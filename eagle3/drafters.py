@@ -30,12 +30,12 @@ if TYPE_CHECKING:
 
 DRAFTERS = ("plain", "eagle3", "lookup", "hybrid")
 SPECULATIVE_DRAFTERS = DRAFTERS[1:]
+HEAD_DRAFTERS = ("eagle3", "hybrid")  # the drafters that need an EAGLE-3 head
 
 
 class Drafter:
     """No drafts: every round verifies the root alone (plain decoding)."""
 
-    name = "plain"
     captures_features = False  # whether the target's forwards must return its fused features
     nodes = 1  # the most tree nodes a round verifies, root included (the target cache's headroom)
 
@@ -59,7 +59,6 @@ class HeadDrafter(Drafter):
     next token) pair into its own cache, then expands the tree level by level (eagle3.tree).
     With a depth policy (one prompt), each round's depth and node budget come from it."""
 
-    name = "eagle3"
     captures_features = True
 
     def __init__(self, head: Eagle3Head, tree: TreeConfig | None = None, policy: AdaptiveDepth | None = None):
@@ -124,8 +123,6 @@ class CopyDrafter(Drafter):
     """Copies what followed the last occurrence of the text's ending (eagle3.lookup): a chain
     of up to lookup.tokens under the root. Needs no head and no features."""
 
-    name = "lookup"
-
     def __init__(self, lookup: LookupConfig | None = None):
         self.lookup = lookup or LookupConfig()
         self.lookup.validate()
@@ -163,7 +160,6 @@ class HybridDrafter(Drafter):
     target accepts whole chains (every row on a streak), the head sits the round out: its
     drafting would cost more than the nodes it adds, and it catches up on the pairs next time."""
 
-    name = "hybrid"
     captures_features = True
 
     def __init__(self, head: HeadDrafter, copy: CopyDrafter):
@@ -196,7 +192,7 @@ def drafter_named(name: str, head: Eagle3Head | None = None, tree: TreeConfig | 
     """The drafter a CLI or the app names: plain, eagle3, lookup or hybrid."""
     if name not in DRAFTERS:
         raise ValueError(f"drafter: {name!r} is not one of {', '.join(DRAFTERS)}")
-    if name in ("eagle3", "hybrid") and head is None:
+    if name in HEAD_DRAFTERS and head is None:
         raise ValueError(f"drafter: {name} needs an EAGLE-3 head; use drafter lookup without one")
     if name == "plain":
         return Drafter()

@@ -23,7 +23,7 @@ from eagle3.batch import batch_drafter
 from eagle3.checkpoint import load_head
 from eagle3.compiled import compile_decoding
 from eagle3.decoding import decode
-from eagle3.drafters import drafter_named
+from eagle3.drafters import HEAD_DRAFTERS, drafter_named
 from eagle3.lookup import COPIED, LookupConfig
 from eagle3.options import (add_drafter_options, add_generation_options, add_pair_options, add_tree_options,
                             generation_config)
@@ -102,7 +102,7 @@ def main(argv=None) -> int:
         target = load_target(args.target, args.device, pair.dtype, args.trust_remote_code, args.attention)
         prompts = read_prompts(args, target.tokenizer, pair.chat_for(target.tokenizer))
         config = generation_config(args)
-        uses_head = name in ("eagle3", "hybrid")
+        uses_head = name in HEAD_DRAFTERS
         if uses_head and pair.draft is None:
             raise ValueError(f"--draft: no head is known for --target {args.target}; name one, or use --plain "
                              "or --drafter lookup")

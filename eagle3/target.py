@@ -299,9 +299,9 @@ def load_target(
     """
     torch_device = resolve_device(device)
     torch_dtype = resolve_dtype(dtype, torch_device)
-    if names_a_path(path) and not os.path.exists(os.path.expanduser(path)):
-        raise FileNotFoundError(f"target: '{path}' does not exist (no such file or directory)")
     path = os.path.expanduser(path)
+    if names_a_path(path) and not os.path.exists(path):
+        raise FileNotFoundError(f"target: '{path}' does not exist (no such file or directory)")
     gguf = find_gguf(path)
     if gguf is not None:
         path = dequantized(gguf)
