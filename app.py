@@ -13,10 +13,11 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import html
+import multiprocessing
 import os
 import sys
-import threading
 import time
+import zlib
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from contextlib import closing
@@ -37,6 +38,7 @@ from eagle3.adaptive import AdaptiveDepth
 from eagle3.batch import AUTO_MAX_SPECULATIVE_BATCH
 from eagle3.decoding import decode
 from eagle3.drafters import SPECULATIVE_DRAFTERS, drafter_named
+from eagle3.exactness import Divergence, divergence
 from eagle3.options import add_pair_options
 from eagle3.presets import PRESETS, Preset, pair_preset
 from eagle3.prompts import first_per_category, fit_chat, read_prompts
@@ -177,30 +179,39 @@ class Models:
     """Target / head pairs by preset name, loaded when first chosen and kept while they fit
     `budget` bytes (default: memory_budget of the device), the least recently used going
     first. With `allow_any`, a name of the form "TARGET | HEAD" (local paths or hub ids)
-    loads that pair too."""
+    loads that pair too. With lazy=False (ZeroGPU) every pair is loaded by `load` before
+    serving and none is loaded or dropped later."""
 
     def __init__(self, presets: list[Preset], device: str, dtype: str, trust_remote_code: bool = False,
-                 allow_any: bool = False, attention: str = "auto", budget: int | None = None):
+                 allow_any: bool = False, attention: str = "auto", budget: int | None = None, lazy: bool = True):
         self.presets = {p.name: p for p in presets}
         self.device, self.dtype, self.trust_remote_code, self.allow_any = device, dtype, trust_remote_code, allow_any
-        self.attention, self.budget = attention, budget
+        self.attention, self.budget, self.lazy = attention, budget, lazy
         self.loaded: OrderedDict[str, tuple] = OrderedDict()  # least recently used first
 
     def get(self, name: str):
         if name in self.loaded:
             self.loaded.move_to_end(name)
-        else:
-            preset = self.presets.get(name) or self.custom(name)
-            try:
-                target = load_target(preset.target, self.device, self.dtype or preset.dtype, self.trust_remote_code,
-                                     self.attention)
-                head = load_head(preset.head, target)
-            except (ValueError, FileNotFoundError, OSError, RuntimeError) as error:  # RuntimeError: CUDA, ZeroGPU
-                raise gr.Error(f"Cannot load {name}: {error}") from error
-            if preset.chat is None:  # a pair the presets do not know: chat when its tokenizer has a template
-                preset = dataclasses.replace(preset, chat=bool(target.tokenizer.chat_template))
-            self.loaded[name] = (preset, target, head)
-            self.evict(target.device)
+            return self.loaded[name]
+        if not self.lazy:
+            raise gr.Error(f"Cannot load {name}: on ZeroGPU every model is loaded at start, and this one is not "
+                           "among them")
+        pair = self.load(name)
+        self.evict(pair[1].device)
+        return pair
+
+    def load(self, name: str):
+        """Load a pair (a preset's, or "TARGET | HEAD"); a failure is a gr.Error naming it."""
+        preset = self.presets.get(name) or self.custom(name)
+        try:
+            target = load_target(preset.target, self.device, self.dtype or preset.dtype, self.trust_remote_code,
+                                 self.attention)
+            head = load_head(preset.head, target)
+        except (ValueError, FileNotFoundError, OSError, RuntimeError) as error:  # RuntimeError: CUDA, ZeroGPU
+            raise gr.Error(f"Cannot load {name}: {error}") from error
+        if preset.chat is None:  # a pair the presets do not know: chat when its tokenizer has a template
+            preset = dataclasses.replace(preset, chat=bool(target.tokenizer.chat_template))
+        self.loaded[name] = (preset, target, head)
         return self.loaded[name]
 
     def evict(self, device: torch.device) -> None:
@@ -225,15 +236,27 @@ class Models:
         return next(iter(self.presets.values()))
 
 
-def load_models(args: argparse.Namespace) -> Models:
+def load_models(args: argparse.Namespace, every: bool = False) -> Models:
     """The model menu of a server started with these flags (--target first, then the presets),
-    its first pair loaded: before the first request, outside the GPU handler, as ZeroGPU wants."""
+    its first pair loaded before the first request. With `every` (ZeroGPU), every pair: a GPU
+    worker cannot load one, and `spaces` moves to the GPU what the main process loaded at
+    import. A pair that fails to load then leaves the menu, its reason printed."""
     presets = PRESETS
     if args.target:  # first in the menu, found as the CLIs find it
         chosen = pair_preset(args.target, args.draft)
         presets = [chosen, *(p for p in PRESETS if p is not chosen)]
-    models = Models(presets, args.device, args.dtype, args.trust_remote_code, args.allow_any_model, args.attention)
-    models.get(presets[0].name)  # seconds for the embedded pair
+    models = Models(presets, args.device, args.dtype, args.trust_remote_code, args.allow_any_model, args.attention,
+                    lazy=not every)
+    for preset in presets if every else presets[:1]:
+        try:
+            models.load(preset.name)  # seconds for the embedded pair
+        except gr.Error as error:
+            if not every:
+                raise
+            print(f"model menu: {error.message}; left out", file=sys.stderr, flush=True)
+            del models.presets[preset.name]
+    if not models.presets:
+        raise gr.Error("model menu: no pair could be loaded (see the messages above)")
     return models
 
 
@@ -310,34 +333,59 @@ def update_interval(tokens: int) -> float:
 
 
 class Stops:
-    """Stop requests, by browser session: a run sees its flag between two streamed updates and
-    ends as a finished run does, with a final update. Gradio's own `cancels=` kills the run
-    instead and, when the cancel lands between two updates, can leave the page's Generate
-    event pending for good (gradio-app/gradio#11586; here 1 Stop in 2 on a 2-core machine)."""
+    """Stop requests, by browser session: a run sees its session's flag between two streamed
+    updates and ends as a finished run does, with a final update. The flags live in shared
+    memory, so that a run in a process forked from this one sees them too: ZeroGPU runs each
+    GPU call in such a worker, and its wrapper runs the call's generator to the end whatever
+    happens to the request. Gradio's own `cancels=` would kill the request instead, which
+    reaches no worker and, when the cancel lands between two updates, can leave the page's
+    Generate event pending for good (gradio-app/gradio#11586; here 1 Stop in 2 on a 2-core
+    machine). A session's slot is a hash of its id; two live sessions sharing one of the
+    `slots` would share their flag."""
 
-    def __init__(self):
-        self._lock = threading.Lock()
-        self._runs: dict[str | None, tuple[threading.Event, threading.Event]] = {}  # session -> (stop, ended)
+    def __init__(self, slots: int = 4096):
+        self._stop = multiprocessing.RawArray("b", slots)  # per slot: stop asked
+        self._run = multiprocessing.RawArray("q", slots)  # per slot: the live run's number (0: none)
+        self._count = multiprocessing.Value("q", 0)  # run numbers, shared by the processes
 
-    def start(self, session: str | None) -> threading.Event:
+    def _slot(self, session: str | None) -> int:
+        return zlib.crc32((session or "").encode()) % len(self._stop)
+
+    def start(self, session: str | None) -> "StopFlag":
         """Register the session's run; returns its stop flag."""
-        stop, ended = threading.Event(), threading.Event()
-        with self._lock:
-            self._runs[session] = (stop, ended)
-        return stop
+        with self._count.get_lock():
+            self._count.value += 1
+            number = self._count.value
+        slot = self._slot(session)
+        self._stop[slot], self._run[slot] = 0, number
+        return StopFlag(self, slot, number)
 
-    def end(self, session: str | None, stop: threading.Event) -> None:
-        with self._lock:
-            if self._runs.get(session, (None,))[0] is stop:
-                self._runs.pop(session)[1].set()
+    def end(self, flag: "StopFlag") -> None:
+        if self._run[flag.slot] == flag.number:
+            self._run[flag.slot] = 0
 
     def request(self, session: str | None, wait_s: float = 10.0) -> None:
         """Ask the session's run to stop and wait until it has sent its last update."""
-        with self._lock:
-            stop, ended = self._runs.get(session, (None, None))
-        if stop is not None:
-            stop.set()
-            ended.wait(wait_s)
+        slot = self._slot(session)
+        number = self._run[slot]
+        if not number:
+            return
+        self._stop[slot] = 1
+        deadline = time.perf_counter() + wait_s
+        while self._run[slot] == number and time.perf_counter() < deadline:
+            time.sleep(0.01)
+
+
+@dataclass(frozen=True)
+class StopFlag:
+    """One run's view of its session's stop flag."""
+
+    stops: Stops
+    slot: int
+    number: int
+
+    def is_set(self) -> bool:
+        return bool(self.stops._stop[self.slot]) and self.stops._run[self.slot] == self.number
 
 
 STOPS = Stops()
@@ -347,7 +395,7 @@ def stop_run(request: gr.Request):
     STOPS.request(request.session_hash)
 
 
-def paced(decoders: list[tuple[Callable[[], Iterator], Callable]], stop: threading.Event,
+def paced(decoders: list[tuple[Callable[[], Iterator], Callable]], stop: StopFlag,
           shown: Callable[[], int]) -> Iterator[None]:
     """Run the decoders one after the other, each event to its `add`; yield whenever the page
     is due an update (sooner for short replies: update_interval of `shown()` tokens). Returns
@@ -381,6 +429,7 @@ class Show:
 
     note = ""  # why the run ended early: "stopped: ..." or an error's message
     failed = False
+    divergences: list[Divergence | None] | None = None  # per row, once both greedy decoders have finished
 
     def decoders(self) -> list[tuple[Callable[[], Iterator], Callable]]:
         """(make the event stream, add one event to the views), in the order they run."""
@@ -400,6 +449,12 @@ class Show:
     def finish(self) -> None:
         """After the decoders, before the final update."""
 
+    def check_exactness(self, run: Decoding, spec: list[RunView], plain: list[RunView]) -> None:
+        """Where greedy EAGLE-3 left plain decoding, per row, once both have finished."""
+        if run.config.sampling.greedy and all(view.stats.finished for view in plain):
+            self.divergences = [divergence(run.target, prompt, p.stats.output_ids, s.stats.output_ids)
+                                for prompt, s, p in zip(run.prompts, spec, plain)]
+
 
 def streamed(show: Show, session: str | None) -> Iterator[Update]:
     """Run a request's decoders, streaming its updates, until they end, Stop is pressed or an
@@ -416,7 +471,7 @@ def streamed(show: Show, session: str | None) -> Iterator[Update]:
         show.finish()
         yield show.update(final=True)
     finally:  # after the last update has gone out (or the request was cancelled)
-        STOPS.end(session, stop)
+        STOPS.end(stop)
 
 
 def checked(request: ChatRequest, batch: bool = False) -> Decoding | None:
@@ -456,6 +511,7 @@ class ChatShow(Show):
 
     def finish(self) -> None:
         self.request.history.append((self.request.message, self.spec.stats.text))
+        self.check_exactness(self.run, [self.spec], [self.plain])
 
     def update(self, final: bool) -> PageUpdate:
         started = time.perf_counter()
@@ -470,8 +526,7 @@ class ChatShow(Show):
         if self.note:
             page.summary = f'<span class="{"differs" if self.failed else ""}">{html.escape(self.note)}</span>'
         else:
-            greedy = self.run.config.sampling.greedy
-            page.summary = summary_html([spec], [plain], greedy) if spec.stats.times else "EAGLE-3 decoding…"
+            page.summary = summary_html([spec], [plain], self.divergences) if spec.stats.times else "EAGLE-3 decoding…"
         if self.first:
             page.message, page.replay = "", ""
         if final:
@@ -504,11 +559,13 @@ class BatchShow(Show):
     def views(self) -> list[RunView]:
         return [RunView(views[0].name, pooled(views)) for views in (self.spec, self.plain)]
 
+    def finish(self) -> None:
+        self.check_exactness(self.run, self.spec, self.plain)
+
     def update(self, final: bool) -> BatchUpdate:
-        greedy = self.run.config.sampling.greedy
-        summary = html.escape(self.note) if self.note else summary_html(self.spec, self.plain, greedy)
+        summary = html.escape(self.note) if self.note else summary_html(self.spec, self.plain, self.divergences)
         return BatchUpdate(batch_summary=summary,
-                           batch_rows=batch_rows_html(self.run.messages, self.spec, self.plain, greedy))
+                           batch_rows=batch_rows_html(self.run.messages, self.spec, self.plain, self.divergences))
 
 
 def chat(request: ChatRequest, session: str | None = None) -> Iterator[PageUpdate]:
@@ -539,12 +596,12 @@ def on_zero_gpu(environ) -> bool:
 
 
 # ZeroGPU's import-time needs, met here because `spaces` reads them when the module loads: the
-# handlers that use the GPU decorated, and the weights loaded (and moved to cuda) in the main
-# process before any request. Everywhere else main() does the set-up.
+# handlers that use the GPU decorated, and every pair's weights loaded (and moved to cuda) in
+# the main process before any request. Everywhere else main() does the set-up.
 ZERO_GPU = spaces is not None and on_zero_gpu(os.environ)
 if ZERO_GPU:
     chat, batch = spaces.GPU(duration=120)(chat), spaces.GPU(duration=120)(batch)
-    MODELS = load_models(parse_args(sys.argv[1:] if __name__ == "__main__" else []))
+    MODELS = load_models(parse_args(sys.argv[1:] if __name__ == "__main__" else []), every=True)
 
 
 def page_event(run: Callable[[ChatRequest, str | None], Iterator[Update]], outputs: dict) -> Callable:
@@ -683,27 +740,22 @@ def connect(page: dict) -> None:
     batch_inputs = dict(inputs, message=page["batch_prompts"])
     batch_outputs = {f.name: page[f.name] for f in dataclasses.fields(BatchUpdate)}
     # always_last: a Generate clicked while a run is still ending (just after Stop) runs next, not never
-    run_events = [page["send"].click(page_event(chat, outputs), inputs_kwargs=inputs, outputs=list(outputs.values()),
-                                     concurrency_id="device", api_name="generate", trigger_mode="always_last"),
-                  page["message"].submit(page_event(chat, outputs), inputs_kwargs=inputs,
-                                         outputs=list(outputs.values()), concurrency_id="device", api_name=False,
-                                         trigger_mode="always_last"),
-                  page["batch_send"].click(page_event(batch, batch_outputs), inputs_kwargs=batch_inputs,
-                                           outputs=list(batch_outputs.values()), concurrency_id="device",
-                                           api_name="generate_batch", trigger_mode="always_last")]
+    page["send"].click(page_event(chat, outputs), inputs_kwargs=inputs, outputs=list(outputs.values()),
+                       concurrency_id="device", api_name="generate", trigger_mode="always_last")
+    page["message"].submit(page_event(chat, outputs), inputs_kwargs=inputs, outputs=list(outputs.values()),
+                           concurrency_id="device", api_name=False, trigger_mode="always_last")
+    page["batch_send"].click(page_event(batch, batch_outputs), inputs_kwargs=batch_inputs,
+                             outputs=list(batch_outputs.values()), concurrency_id="device", api_name="generate_batch",
+                             trigger_mode="always_last")
     cleared = [page[name] for name in ("spec_chat", "plain_chat", "history", "summary", "tree", "trees", "charts",
                                        "replay", "batch_summary", "batch_rows")]
 
     def empty_page(depth):
         return [], [], [], "", render_tree(None, [], []), [], empty_charts(int(depth)), "", "", ""
 
-    if ZERO_GPU:  # the run is in a process of its own, out of reach of a flag: cancel it
-        page["stop"].click(None, None, None, cancels=run_events)
-        page["clear"].click(empty_page, page["depth"], cleared, cancels=run_events)
-    else:
-        page["stop"].click(stop_run, None, None, concurrency_id="stop", concurrency_limit=None, api_name=False)
-        page["clear"].click(stop_run, None, None, concurrency_id="stop", concurrency_limit=None,
-                            api_name=False).then(empty_page, page["depth"], cleared)
+    page["stop"].click(stop_run, None, None, concurrency_id="stop", concurrency_limit=None, api_name=False)
+    page["clear"].click(stop_run, None, None, concurrency_id="stop", concurrency_limit=None,
+                        api_name=False).then(empty_page, page["depth"], cleared)
     page["round_slider"].release(lambda kept, i, name: tree_html(kept, i, MODELS.get(name)[1].tokenizer),
                                  [page["trees"], page["round_slider"], page["preset"]], page["tree"])
     for pane, button in page["copy"].items():

@@ -8,6 +8,9 @@ one-hot proposal. At the accepted node with target distribution p, try its child
 order of draft score: accept x with probability p(x); on rejection set p(x) = 0 and
 renormalise. If every child is rejected, draw from the residual p. The emitted token is
 distributed exactly as p, whatever the draft proposed.
+
+The walk itself runs on the host, over what one read brings from the device: the argmax at
+every node (greedy), or every node's draws (sampled, `sampled_draws`).
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from enum import Enum
 
 import torch
 
+from eagle3 import transfer
 from eagle3.checks import integer_in, number
 from eagle3.tree import DraftTree
 
@@ -69,10 +73,6 @@ def beyond_nucleus(sorted_probs: torch.Tensor, top_p: float) -> torch.Tensor:
     return sorted_probs.cumsum(dim=-1) - sorted_probs >= top_p
 
 
-def sample(probs: torch.Tensor, generator: torch.Generator | None) -> int:
-    return int(torch.multinomial(probs, 1, generator=generator))
-
-
 def nucleus(logits: torch.Tensor, sampling: SamplingConfig, candidates: int = 1024):
     """target_probs' distribution over the `candidates` most likely tokens of each row of
     logits [n, V], when its top-p nucleus lies among them: (probs [n, c], token ids [n, c],
@@ -99,18 +99,19 @@ def sample_rows(logits: torch.Tensor, sampling: SamplingConfig, generator: torch
     return torch.multinomial(target_probs(logits, sampling), 1, generator=generator)[:, 0]
 
 
-def choose_among(probs: torch.Tensor, candidates: list[int], generator: torch.Generator | None) -> tuple[int | None, int]:
-    """One node's acceptance step. probs [V]: the target distribution; candidates: distinct
-    drafted tokens in the order to try. Returns (index of the accepted candidate or None,
-    emitted token); the token is distributed exactly as probs."""
-    probs = probs.clone()
-    for index, token in enumerate(candidates):
-        u = torch.rand((), generator=generator, device=probs.device)
-        if u < probs[token]:
-            return index, token
-        probs[token] = 0.0
-        probs /= probs.sum()
-    return None, sample(probs, generator)
+def choose_among(probs: list[float], uniforms: list[float], residual_empty: bool = False) -> int | None:
+    """One node's acceptance step over its children, tried in order: child i, whose token has
+    target probability probs[i], is accepted when uniforms[i] < probs[i] / (1 - the earlier
+    children's probabilities), its probability once those are removed and the rest
+    renormalised. Returns the accepted child's index, or None: the caller then emits the
+    residual draw. With residual_empty (the children hold all the probability) the last child
+    is certain, whatever rounding says."""
+    remaining = 1.0
+    for index, (p, u) in enumerate(zip(probs, uniforms)):
+        if u * remaining < p or (residual_empty and index == len(probs) - 1):
+            return index
+        remaining -= p
+    return None
 
 
 @dataclass
@@ -121,14 +122,12 @@ class Acceptance:
     rejected: list[int]  # nodes tried and refused where the walk stopped, in try order
 
 
-def accept_greedy(tree: DraftTree, logits: torch.Tensor) -> Acceptance:
-    """logits [n, V]: the target's logits at each tree node."""
-    predicted = logits.argmax(dim=-1).tolist()
-    tokens = tree.tokens.tolist()
+def accept_greedy(tree: DraftTree, predicted: list[int]) -> Acceptance:
+    """predicted[v]: the target's argmax at tree node v."""
     node, path = 0, []
     while True:
         children = tree.children[node]
-        match = next((c for c in children if tokens[c] == predicted[node]), None)
+        match = next((c for c in children if tree.tokens[c] == predicted[node]), None)
         if match is None:
             state = TokenState.RESAMPLED if children else TokenState.BONUS
             return Acceptance(path, predicted[node], state, children)
@@ -136,15 +135,46 @@ def accept_greedy(tree: DraftTree, logits: torch.Tensor) -> Acceptance:
         node = match
 
 
-def accept_sampled(tree: DraftTree, probs: torch.Tensor, generator: torch.Generator | None) -> Acceptance:
-    """probs [n, V]: the target's processed distribution at each tree node."""
-    tokens = tree.tokens.tolist()
+@dataclass
+class SampledDraws:
+    """Per tree node v, what a sampled walk may use at v, drawn before the walk."""
+
+    child_probs: list[float]  # the target's probability of v's token at v's parent (root: 0)
+    uniforms: list[float]  # U[0, 1): v's acceptance test
+    residual: list[float]  # a token (as a float) drawn from v's distribution without its children's tokens
+    residual_probs: list[float]  # that token's probability; 0: the children hold all of it
+
+
+def sampled_draws(probs: torch.Tensor, tree: DraftTree, generator: torch.Generator | None) -> torch.Tensor:
+    """Every draw a walk of `tree` may use, made on the device so that the walk needs one read:
+    [4, n] float64, the fields of SampledDraws in order. probs [n, V]: the target's processed
+    distribution at each node."""
+    device, n = probs.device, len(tree)
+    parents, tokens = transfer.to_device([[max(p, 0) for p in tree.parents], tree.tokens], device)
+    child_probs = probs[parents, tokens].double()
+    child_probs[0] = 0.0
+    uniforms = torch.rand(n, generator=generator, device=device, dtype=torch.float64)
+    # An exponential race, argmax p / E with E ~ Exp(1), draws a token distributed as p
+    # (as torch.multinomial does for one sample, without its check that waits for the
+    # device). One race serves every node: the walk uses one node's residual, and which one
+    # the uniforms alone decide.
+    race = probs / torch.empty(probs.shape[-1], device=device).exponential_(generator=generator).clamp_min(
+        torch.finfo(torch.float32).tiny)
+    race[parents[1:], tokens[1:]] = -1.0  # each node's children's tokens leave its residual
+    residual = race.argmax(-1)
+    residual_probs = probs.gather(1, residual[:, None])[:, 0]
+    return torch.stack([child_probs, uniforms, residual.double(), residual_probs.double()])
+
+
+def accept_sampled(tree: DraftTree, draws: SampledDraws) -> Acceptance:
+    """Walk the tree with the draws that sampled_draws made for it."""
     node, path = 0, []
     while True:
         children = tree.children[node]
-        index, token = choose_among(probs[node], [tokens[c] for c in children], generator)
+        index = choose_among([draws.child_probs[c] for c in children], [draws.uniforms[c] for c in children],
+                             draws.residual_probs[node] == 0)
         if index is None:
             state = TokenState.RESAMPLED if children else TokenState.BONUS
-            return Acceptance(path, token, state, children)
+            return Acceptance(path, int(draws.residual[node]), state, children)
         path.append(children[index])
         node = children[index]

@@ -15,6 +15,7 @@ EAGLE-3 time, overall and per category.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import platform
@@ -29,14 +30,16 @@ from eagle3.adaptive import AdaptiveDepth, scaled_tree
 from eagle3.batch import batch_drafter
 from eagle3.checkpoint import ROOT, load_head
 from eagle3.compiled import compile_decoding
-from eagle3.decoding import GenerationConfig, clock, decode, encode_prompt
+from eagle3.decoding import GenerationConfig, decode, encode_prompt
 from eagle3.drafters import SPECULATIVE_DRAFTERS, HeadDrafter, drafter_named
+from eagle3.exactness import divergence
 from eagle3.lookup import LookupConfig
 from eagle3.options import add_generation_options, add_pair_options, add_tree_options, generation_config
 from eagle3.presets import choose_pair
 from eagle3.prompts import PromptRecord, first_per_category, prompt_ids as record_ids, read_prompts
 from eagle3.stats import RunStats, collect, collect_rows, tokens_per_round, tokens_per_second
 from eagle3.target import Target, load_target
+from eagle3.transfer import clock
 from eagle3.tree import TreeConfig
 
 
@@ -143,6 +146,10 @@ def run(target: Target, head, records: list[PromptRecord], tree: TreeConfig, con
         row["hf_generate_s"] = round(seconds["hf_generate"], 4)
         if config.sampling.greedy:
             row["hf_generate_matches"] = results["hf_generate"].output_ids == spec.output_ids
+            found = {name: divergence(target, prompt_ids, plain.output_ids, results[name].output_ids)
+                     for name in ("eagle3", *drafters)}
+            row["divergences"] = {name: dataclasses.asdict(d) | {"near_tie": d.near_tie}
+                                  for name, d in found.items() if d is not None}
         if with_prompt_lookup:
             row["hf_prompt_lookup_s"] = round(seconds["hf_lookup"], 4)
         if repeats > 1:
@@ -243,6 +250,10 @@ def summarise(totals: dict[str, Tally], rows: list[dict], tree: TreeConfig, conf
         "hf_prompt_lookup_tokens_per_s": round(totals["hf_lookup"].tokens_per_s, 2) if totals["hf_lookup"].seconds else None,
         "hf_generate_tokens_per_s": round(totals["hf_generate"].tokens_per_s, 2),  # the plain decoder must be at least this fast
         "exact_match": all(r["plain_ids"] == r["eagle3_ids"] for r in rows) if config.sampling.greedy else None,
+        # greedy: per decoder, the prompts whose output left plain decoding's, and how many at a near-tie
+        "divergences": {name: {"prompts": sum(name in r["divergences"] for r in rows),
+                               "near_ties": sum(r["divergences"].get(name, {}).get("near_tie", False) for r in rows)}
+                        for name in ("eagle3", *drafters)} if greedy else None,
         "acceptance_by_position": spec.acceptance(tree.depth),
         "prompts": len(rows),
         "new_tokens": spec.new_tokens,
@@ -287,6 +298,10 @@ def print_table(report: dict) -> None:
           f"prompt lookup {lookup if lookup is not None else '-'} tok/s | speedup {s['speedup']:.2f}x | "
           f"tau {s['tau']:.2f} | exact match {s['exact_match']}")
     print("acceptance by position: " + " ".join(f"{a:.2f}" for a in s["acceptance_by_position"]))
+    for name, d in (s["divergences"] or {}).items():
+        if d["prompts"]:
+            print(f"{name}: output left plain decoding's on {d['prompts']} prompt(s), {d['near_ties']} at a near-tie "
+                  "(the prompts' `divergences` say where)")
     split = s["time_split"]
     print(f"time split: draft {split['draft_s']} s, verify {split['verify_s']} s, bookkeeping {split['bookkeeping_s']} s")
     for name, d in s.get("drafters", {}).items():

@@ -25,10 +25,10 @@ import torch
 from transformers import LlamaConfig, LlamaForCausalLM
 from transformers.models.llama.modeling_llama import LlamaRotaryEmbedding
 
-from eagle3.decoding import clock
 from eagle3.head import Eagle3Config, Eagle3Head
 from eagle3.kv_cache import KVCache
 from eagle3.target import Target, resolve_device, resolve_dtype, set_arithmetic
+from eagle3.transfer import clock
 from eagle3.tree import TreeConfig, draft_tree
 
 SHAPES = {  # target config; the head is one decoder layer of the same width
@@ -94,8 +94,8 @@ def measure(target: Target, head: Eagle3Head, context: int, repeats: int, top_k:
         return run
 
     draft_cache = KVCache(1, context + repeats * 4 + top_k * depth + 16)
-    draft_tree(head, draft_cache, out.features[0], ids[0, :context], TreeConfig(1, top_k, top_k + 1), 1)  # the prompt
-    feature, token = out.features[0, -1:], ids[0, context - 1 : context]
+    draft_tree(head, draft_cache, out.features[0], ids[0, :context].tolist(), TreeConfig(1, top_k, top_k + 1), 1)  # the prompt
+    feature, token = out.features[0, -1:], ids[0, context - 1 : context].tolist()
 
     def draft(levels: int):
         return lambda: draft_tree(head, draft_cache, feature, token, TreeConfig(depth, top_k, 1 + top_k * depth), levels)

@@ -7,6 +7,10 @@ round, with the target cache holding every position before the root:
     verify:  one target forward over [root + tree] with the tree mask and tree positions
     settle:  walk the tree (greedy or sampled), then keep only the accepted positions
     emit:    one RoundEvent per row, cut by the stopping rules (EOS, max_new_tokens, context)
+The host waits for the device twice a round at most, once per read (eagle3.transfer): the
+drafted trees (the head drafter's) and the verdicts the walks need; everything else the
+host knows already, and what the device needs from it is sent without waiting. Each time is
+read just after one of those waits, so timing adds none.
 """
 
 from __future__ import annotations
@@ -17,14 +21,16 @@ from dataclasses import dataclass, field
 
 import torch
 
-from eagle3.acceptance import SamplingConfig, TokenState, accept_greedy, accept_sampled, sample, target_probs
+from eagle3 import transfer
+from eagle3.acceptance import (Acceptance, SampledDraws, SamplingConfig, TokenState, accept_greedy, accept_sampled,
+                               sampled_draws, target_probs)
 from eagle3.checks import integer_in
 from eagle3.drafters import Drafter
-from eagle3.events import RoundEvent, Token, TreeView
+from eagle3.events import RoundEvent, Token
 from eagle3.kv_cache import KVCache
 from eagle3.target import Target
 from eagle3.text import IncrementalDetokenizer
-from eagle3.tree import DraftTree
+from eagle3.tree import DraftTree, stack_trees
 
 MAX_NEW_TOKENS_LIMIT = 1_000_000
 
@@ -41,13 +47,6 @@ class GenerationConfig:
         if self.max_context is not None:
             integer_in("max_context", self.max_context, 2, MAX_NEW_TOKENS_LIMIT)
         self.sampling.validate()
-
-
-def clock(device: torch.device) -> float:
-    """Wall time after the device's queued work is done."""
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-    return time.perf_counter()
 
 
 def encode_prompt(target: Target, prompt: str | Sequence[int]) -> list[int]:
@@ -93,11 +92,11 @@ class Run:
     def remaining(self) -> int:
         return self.budget - self.emitted
 
-    def pick(self, logits: torch.Tensor) -> int:
-        """The target's next token from its logits [V]."""
+    def accept(self, tree: DraftTree, verdict: list) -> Acceptance:
+        """Walk a verified tree with its verdict from read_verdicts."""
         if self.sampling.greedy:
-            return int(logits.argmax())
-        return sample(target_probs(logits[None], self.sampling)[0], self.generator)
+            return accept_greedy(tree, verdict)
+        return accept_sampled(tree, SampledDraws(*verdict))
 
     def emit(self, row: int, settled: Settled, draft_s: float, verify_s: float, verify_end: float) -> RoundEvent:
         """A round's event: its settled tokens, cut by the stopping rules."""
@@ -115,13 +114,10 @@ class Run:
             if stop:
                 break
         tree = settled.tree
-        view = None
-        if tree is not None and len(tree) > 1:
-            view = TreeView(tree.tokens.tolist(), tree.parents, tree.depths.tolist(), tree.scores, tree.children,
-                            tree.sources)
         event = RoundEvent(
-            index=self.index, row=row, tokens=tokens, tree=view, accepted_path=settled.path, draft_s=draft_s,
-            verify_s=verify_s, bookkeeping_s=clock(self.device) - verify_end, depth=tree.depth if tree else 0,
+            index=self.index, row=row, tokens=tokens, tree=tree if tree is not None and len(tree) > 1 else None,
+            accepted_path=settled.path, draft_s=draft_s, verify_s=verify_s,
+            bookkeeping_s=time.perf_counter() - verify_end, depth=tree.depth if tree else 0,
             finished=stop is not None, stop_reason=stop,
         )
         self.index += 1
@@ -135,9 +131,9 @@ class Settled:
     tree: DraftTree | None  # the verified tree; None for the prefill
     path: list[int]  # accepted nodes, root excluded
     next_features: torch.Tensor | None  # [m, 3H] the draft's next pairs: features of the kept positions...
-    next_tokens: torch.Tensor  # [m] ...and the token after each; the last is the next root
+    next_tokens: list[int]  # ...and the m tokens after them; the last is the next root
     candidates: list[tuple[int, TokenState, str | None]]  # the round's tokens for its event, with their drafter
-    kept: torch.Tensor | None = None  # [1 + len(path)] tree nodes whose keys stay in the target cache, root first
+    kept: list[int] | None = None  # tree nodes whose keys stay in the target cache, root first
 
     @property
     def output_ids(self) -> list[int]:
@@ -145,25 +141,29 @@ class Settled:
         return [token for token, state, _ in self.candidates if state is not TokenState.REJECTED]
 
 
-def prefilled(prompt: torch.Tensor, features: torch.Tensor | None, root: int) -> Settled:
-    """The prefill as a settled forward: every prompt position [n] is a pair for the head."""
-    root_ids = prompt.new_tensor([root])
-    return Settled(None, [], features, torch.cat([prompt[1:], root_ids]), [(root, TokenState.BONUS, None)])
+def prefilled(prompt_ids: list[int], features: torch.Tensor | None, root: int) -> Settled:
+    """The prefill as a settled forward: every prompt position is a pair for the head."""
+    return Settled(None, [], features, prompt_ids[1:] + [root], [(root, TokenState.BONUS, None)])
 
 
-def settle(run: Run, draft: DraftTree, logits: torch.Tensor, features: torch.Tensor | None) -> Settled:
-    """Accept on one verified tree. logits [n, V] and features [n, 3H] (or None) of its nodes."""
-    if run.sampling.greedy:
-        result = accept_greedy(draft, logits)
-    else:
-        result = accept_sampled(draft, target_probs(logits, run.sampling), run.generator)
-    kept = torch.tensor([0] + result.path, device=logits.device)
-    next_features = features[kept] if features is not None else None
-    next_tokens = torch.cat([draft.tokens[kept[1:]], kept.new_tensor([result.next_token])])
-    tokens = draft.tokens.tolist()
-    candidates = [(tokens[node], TokenState.ACCEPTED, draft.source(node)) for node in result.path]
+def read_verdicts(logits: torch.Tensor, trees: list[DraftTree], runs: list[Run]) -> list[list]:
+    """What each row's walk needs from its logits [B, n, V] (n at least its tree's size), in
+    one read: the target's argmax at each node (greedy), or sampled_draws' draws."""
+    if runs[0].sampling.greedy:
+        return transfer.to_host(logits.argmax(-1))[0]
+    return transfer.to_host(*[sampled_draws(target_probs(logits[b, : len(tree)], run.sampling), tree, run.generator)
+                              for b, (tree, run) in enumerate(zip(trees, runs))])
+
+
+def settle(run: Run, draft: DraftTree, verdict: list, features: torch.Tensor | None) -> Settled:
+    """Accept on one verified tree with its verdict; features [n, 3H] of its nodes (or None)."""
+    result = run.accept(draft, verdict)
+    kept = [0] + result.path
+    next_features = features[transfer.to_device(kept, features.device)] if features is not None else None
+    next_tokens = [draft.tokens[node] for node in result.path] + [result.next_token]
+    candidates = [(draft.tokens[node], TokenState.ACCEPTED, draft.source(node)) for node in result.path]
     if result.rejected:  # the draft's best guess where the walk stopped
-        candidates.append((tokens[result.rejected[0]], TokenState.REJECTED, draft.source(result.rejected[0])))
+        candidates.append((draft.tokens[result.rejected[0]], TokenState.REJECTED, draft.source(result.rejected[0])))
     candidates.append((result.next_token, result.next_state, None))
     return Settled(draft, result.path, next_features, next_tokens, candidates, kept)
 
@@ -175,25 +175,7 @@ class Row:
     index: int  # its prompt's place in the caller's list
     run: Run
     length: int  # valid target cache positions: everything before the root
-    root: torch.Tensor  # [1] the last token the target produced
-
-
-def stack_trees(drafts: list[DraftTree]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Trees of up to n nodes as tokens [B, n], depths [B, n] and ancestors [B, n, n]; a
-    smaller tree is padded with nodes that see only the prefix and themselves (their keys are
-    never kept and their logits never read)."""
-    n = max(len(d) for d in drafts)
-    if all(len(d) == n for d in drafts):
-        return (torch.stack([d.tokens for d in drafts]), torch.stack([d.depths for d in drafts]),
-                torch.stack([d.ancestors for d in drafts]))
-    device = drafts[0].tokens.device
-    tokens = torch.zeros(len(drafts), n, dtype=torch.long, device=device)
-    depths = torch.zeros(len(drafts), n, dtype=torch.long, device=device)
-    ancestors = torch.eye(n, dtype=torch.bool, device=device).repeat(len(drafts), 1, 1)
-    for row, draft in enumerate(drafts):
-        m = len(draft)
-        tokens[row, :m], depths[row, :m], ancestors[row, :m, :m] = draft.tokens, draft.depths, draft.ancestors
-    return tokens, depths, ancestors
+    root: int  # the last token the target produced
 
 
 def prefill(target: Target, prompts: Sequence[Sequence[int]], cache: KVCache, capture: bool = False):
@@ -204,9 +186,7 @@ def prefill(target: Target, prompts: Sequence[Sequence[int]], cache: KVCache, ca
     device = target.device
     lengths = [len(prompt) for prompt in prompts]
     width = max(lengths)
-    input_ids = torch.zeros(len(prompts), width, dtype=torch.long, device=device)
-    for row, prompt in enumerate(prompts):
-        input_ids[row, : lengths[row]] = torch.as_tensor(prompt, device=device)
+    input_ids = transfer.to_device([list(prompt) + [0] * (width - len(prompt)) for prompt in prompts], device)
     positions = torch.arange(width, device=device).expand(len(prompts), width)
     if min(lengths) == width:  # no padding (one prompt, always): the model's own causal mask, the last logits
         out = target.forward(input_ids, positions, cache, logits_to_keep=1, capture=capture)
@@ -214,9 +194,9 @@ def prefill(target: Target, prompts: Sequence[Sequence[int]], cache: KVCache, ca
     causal = torch.ones(width, width, dtype=torch.bool, device=device).tril().expand(len(prompts), width, width)
     # Logits only at the positions where some row's prompt ends: at most B of the W.
     ends = sorted({length - 1 for length in lengths})
+    keep, where = transfer.to_device(ends, device), transfer.to_device([ends.index(n - 1) for n in lengths], device)
     out = target.forward(input_ids, positions, cache, target.attention_mask(causal, positions, positions),
-                         logits_to_keep=torch.tensor(ends, device=device), capture=capture)
-    where = torch.tensor([ends.index(length - 1) for length in lengths], device=device)
+                         logits_to_keep=keep, capture=capture)
     return input_ids, out.logits[torch.arange(len(prompts), device=device), where], out
 
 
@@ -254,52 +234,57 @@ def decode(
     cache = target.new_cache(longest + drafter.nodes)
     drafter.start([run.prompt_ids for run in runs], longest)
 
-    start = clock(device)
-    input_ids, last_logits, out = prefill(target, [run.prompt_ids for run in runs], cache, capture=capture)
-    verify_end = clock(device)
+    start = time.perf_counter()
+    _, last_logits, out = prefill(target, [run.prompt_ids for run in runs], cache, capture=capture)
+    # The target's token after each prompt: the verdict on a tree that is the prompt's last token alone.
+    ends = [DraftTree.root_only(run.prompt_ids[-1]) for run in runs]
+    verdicts = read_verdicts(last_logits[:, None], ends, runs)
+    verify_end = time.perf_counter()
     rows, settled = [], []
-    for b, run in enumerate(runs):
-        n = len(run.prompt_ids)
-        root = run.pick(last_logits[b])
-        rows.append(Row(b, run, n, input_ids.new_tensor([root])))
-        settled.append(prefilled(input_ids[b, :n], out.features[b, :n] if capture else None, root))
-    cache.truncate(input_ids.shape[1])
+    for b, (run, end, verdict) in enumerate(zip(runs, ends, verdicts)):
+        n, root = len(run.prompt_ids), run.accept(end, verdict).next_token
+        rows.append(Row(b, run, n, root))
+        settled.append(prefilled(run.prompt_ids, out.features[b, :n] if capture else None, root))
+    cache.truncate(max(row.length for row in rows))
     # A round's events are yielded once its bookkeeping is done.
     events = [row.run.emit(row.index, done, 0.0, verify_end - start, verify_end) for row, done in zip(rows, settled)]
-    drafter.observe(settled, clock(device) - start)
-    rows = drop_finished(rows, events, cache, drafter)
+    drafter.observe(settled, time.perf_counter() - start)
+    rows = drop_finished(rows, events, cache, drafter, device)
     yield from events
 
     while rows:
-        start = clock(device)
+        start = time.perf_counter()
         drafts = drafter.propose([row.root for row in rows], [row.run.remaining for row in rows])
-        draft_end = clock(device)
-        written, lengths = cache.length, torch.tensor([row.length for row in rows], device=device)
-        tokens, depths, ancestors = stack_trees(drafts)
+        draft_end = time.perf_counter()
+        written = cache.length
+        tokens, depths, ancestors = stack_trees(drafts, device)
+        lengths = transfer.to_device([row.length for row in rows], device)
         positions = lengths[:, None] + depths
         out = target.forward(tokens, positions, cache, target.rows_tree_mask(lengths, written, positions, ancestors),
                              capture=capture)
-        verify_end = clock(device)
-        settled = [settle(row.run, draft, out.logits[b, : len(draft)], out.features[b, : len(draft)] if capture else None)
-                   for b, (row, draft) in enumerate(zip(rows, drafts))]
+        verdicts = read_verdicts(out.logits, drafts, [row.run for row in rows])
+        verify_end = time.perf_counter()
+        settled = [settle(row.run, draft, verdict, out.features[b, : len(draft)] if capture else None)
+                   for b, (row, draft, verdict) in enumerate(zip(rows, drafts, verdicts))]
         cache.keep_rows([row.length for row in rows], written, [done.kept for done in settled])
         for row, done in zip(rows, settled):
-            row.length += done.kept.numel()
-            row.root = done.next_tokens[-1:]
+            row.length += len(done.kept)
+            row.root = done.next_tokens[-1]
         events = [row.run.emit(row.index, done, draft_end - start, verify_end - draft_end, verify_end)
                   for row, done in zip(rows, settled)]
-        drafter.observe(settled, clock(device) - start)
-        rows = drop_finished(rows, events, cache, drafter)
+        drafter.observe(settled, time.perf_counter() - start)
+        rows = drop_finished(rows, events, cache, drafter, device)
         yield from events
 
 
-def drop_finished(rows: list[Row], events: list[RoundEvent], cache: KVCache, drafter: Drafter) -> list[Row]:
+def drop_finished(rows: list[Row], events: list[RoundEvent], cache: KVCache, drafter: Drafter,
+                  device: torch.device) -> list[Row]:
     """The rows still running, their cache rows selected."""
     keep = [b for b, event in enumerate(events) if not event.finished]
     if len(keep) == len(rows) or not keep:
         return [rows[b] for b in keep]
     rows = [rows[b] for b in keep]
-    cache.select_rows(torch.tensor(keep, dtype=torch.long, device=rows[0].root.device))
+    cache.select_rows(transfer.to_device(keep, device))
     # The shared length shrinks to the longest live row: a finished row may have kept drafts
     # past its budget, which the cache's capacity does not allow for.
     cache.truncate(max(row.length for row in rows))

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
+from eagle3 import transfer
 from eagle3.adaptive import AdaptiveDepth
 from eagle3.head import Eagle3Head
 from eagle3.kv_cache import KVCache
@@ -42,9 +43,9 @@ class Drafter:
     def start(self, prompts: list[list[int]], capacity: int) -> None:
         pass
 
-    def propose(self, roots: list[torch.Tensor], remaining: list[int]) -> list[DraftTree]:
-        """roots[b] [1]: row b's root, the last token the target produced; remaining[b]: tokens
-        row b may still emit (a tree deeper than remaining - 1 would draft past the end)."""
+    def propose(self, roots: list[int], remaining: list[int]) -> list[DraftTree]:
+        """roots[b]: row b's root, the last token the target produced; remaining[b]: tokens row b
+        may still emit (a tree deeper than remaining - 1 would draft past the end)."""
         return [DraftTree.root_only(root) for root in roots]
 
     def observe(self, settled: list[Settled], seconds: float) -> None:
@@ -74,18 +75,18 @@ class HeadDrafter(Drafter):
         self.cache = KVCache(1, capacity + self.tree.top_k * max_depth)
         self.lengths = [0] * len(prompts)  # valid draft cache positions per row
         self.features: list[torch.Tensor | None] = [None] * len(prompts)  # [m, 3H] pairs not consumed yet...
-        self.next_tokens: list[torch.Tensor | None] = [None] * len(prompts)  # [m] ...the last being the root
+        self.next_tokens: list[list[int]] = [[] for _ in prompts]  # ...and their m tokens, the last being the root
         self.drafted: int | None = None  # the depth the head drafted this round; None: it sat out
         self.round_tree = self.tree  # this round's tree (the policy's, with one)
 
-    def propose(self, roots: list[torch.Tensor], remaining: list[int]) -> list[DraftTree]:
+    def propose(self, roots: list[int], remaining: list[int]) -> list[DraftTree]:
         self.round_tree = tree = self.policy.tree(self.tree) if self.policy else self.tree
         self.drafted = max(0, min(tree.depth, max(remaining) - 1))
         if self.drafted == 0:  # no room to draft: a plain step, the run's last
             return super().propose(roots, remaining)
         trees = draft_trees(self.head, self.cache, self.lengths, self.features, self.next_tokens, tree, self.drafted)
         self.lengths = [length + len(tokens) for length, tokens in zip(self.lengths, self.next_tokens)]
-        self.features, self.next_tokens = [None] * len(roots), [None] * len(roots)
+        self.features, self.next_tokens = [None] * len(roots), [[] for _ in roots]
         return trees
 
     def sit_out(self) -> None:
@@ -94,8 +95,9 @@ class HeadDrafter(Drafter):
 
     def observe(self, settled: list[Settled], seconds: float) -> None:
         for b, done in enumerate(settled):
-            self.features[b] = _append(self.features[b], done.next_features)
-            self.next_tokens[b] = _append(self.next_tokens[b], done.next_tokens)
+            self.features[b] = done.next_features if self.features[b] is None else torch.cat(
+                [self.features[b], done.next_features])
+            self.next_tokens[b] += done.next_tokens
         if self.policy is not None and self.drafted is not None:
             self.policy.observe(self.drafted, len(settled[0].path), seconds)
 
@@ -103,12 +105,8 @@ class HeadDrafter(Drafter):
         self.lengths = [self.lengths[b] for b in rows]
         self.features = [self.features[b] for b in rows]
         self.next_tokens = [self.next_tokens[b] for b in rows]
-        self.cache.select_rows(torch.tensor(rows, dtype=torch.long, device=self.head.fc.weight.device))
+        self.cache.select_rows(transfer.to_device(rows, self.head.fc.weight.device))
         self.cache.truncate(max(self.lengths))
-
-
-def _append(pending: torch.Tensor | None, new: torch.Tensor) -> torch.Tensor:
-    return new if pending is None else torch.cat([pending, new])
 
 
 @dataclass
@@ -135,7 +133,7 @@ class CopyDrafter(Drafter):
         """Each row's copy chain for this round (maybe empty)."""
         return [row.index.propose(min(self.lookup.tokens, left - 1)) for row, left in zip(self.rows, remaining)]
 
-    def propose(self, roots: list[torch.Tensor], remaining: list[int]) -> list[DraftTree]:
+    def propose(self, roots: list[int], remaining: list[int]) -> list[DraftTree]:
         trees = super().propose(roots, remaining)
         return self.merged(trees, self.chains(remaining), None)
 
@@ -170,7 +168,7 @@ class HybridDrafter(Drafter):
         self.head.start(prompts, capacity)
         self.copy.start(prompts, capacity)
 
-    def propose(self, roots: list[torch.Tensor], remaining: list[int]) -> list[DraftTree]:
+    def propose(self, roots: list[int], remaining: list[int]) -> list[DraftTree]:
         chains = self.copy.chains(remaining)
         if all(chain and row.hits.streak for chain, row in zip(chains, self.copy.rows)):
             self.head.sit_out()

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from eagle3.acceptance import TokenState
+from eagle3.tree import DraftTree
 
 
 @dataclass(frozen=True)
@@ -16,18 +17,6 @@ class Token:
 
 
 @dataclass
-class TreeView:
-    """A round's draft tree as plain data; node 0 is the root (already generated)."""
-
-    tokens: list[int]
-    parents: list[int]  # -1 for the root
-    depths: list[int]
-    scores: list[float]  # cumulative draft log probability
-    children: list[list[int]]  # per node, children by descending score
-    sources: list[str] | None = None  # per node: "root", "head", "copy" or "both"; None: all the head's
-
-
-@dataclass
 class RoundEvent:
     """What one round of one row did: index 0 is the prefill, then one per target forward.
     Running figures (tokens so far, tau, tokens/s) are a RunStats' (eagle3.stats)."""
@@ -35,7 +24,7 @@ class RoundEvent:
     index: int
     row: int  # the prompt's place in the decoded list (0 for a single prompt)
     tokens: list[Token]  # in reading order; REJECTED tokens are not part of the output
-    tree: TreeView | None  # the verified draft tree; None when nothing was drafted (prefill, plain decoding)
+    tree: DraftTree | None  # the verified draft tree; None when nothing was drafted (prefill, plain decoding)
     accepted_path: list[int]  # accepted tree nodes, root excluded
     draft_s: float
     verify_s: float  # the target forward (prefill, tree verification or plain step)

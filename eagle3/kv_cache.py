@@ -1,10 +1,12 @@
 """A preallocated key/value cache that speculative decoding can compact in place.
 
-Each layer owns one buffer of shape [batch, kv_heads, capacity, head_dim] for keys and one
-for values. Appending writes into the buffer (no torch.cat per step, unlike DynamicCache),
-and after tree verification `keep` gathers the accepted positions so that they sit right
-after the prefix. The class speaks the transformers `Cache` protocol, so a Hugging Face
-model fills it like any other cache; the draft head uses the same layers directly.
+All layers' keys and values share one buffer of shape [layers, 2, batch, kv_heads, capacity,
+head_dim]; each layer reads and writes its own [batch, kv_heads, capacity, head_dim] views.
+Appending writes into the buffer (no torch.cat per step, unlike DynamicCache), and after
+tree verification `keep_rows` moves the accepted positions of every layer so that they sit
+right after the prefix, in one gather and one scatter. The class speaks the transformers
+`Cache` protocol, so a Hugging Face model fills it like any other cache; the draft head uses
+the same layers directly.
 """
 
 from __future__ import annotations
@@ -12,21 +14,30 @@ from __future__ import annotations
 import torch
 from transformers.cache_utils import Cache, DynamicLayer
 
+from eagle3 import transfer
+
 
 class PreallocatedLayer(DynamicLayer):
-    """One layer's keys and values; `keys` / `values` are views of the filled part."""
+    """One layer's keys and values; `keys` / `values` are views of the filled part. Its
+    buffers are views of its KVCache's (`owner`, layer `index`), or its own without one."""
 
-    def __init__(self, capacity: int, dtype: torch.dtype | None = None):
+    def __init__(self, capacity: int, dtype: torch.dtype | None = None, owner: "KVCache | None" = None,
+                 index: int = 0):
         super().__init__()
         self.capacity = capacity
         self.length = 0
         self.storage_dtype = dtype  # None: the states' own dtype
+        self.owner, self.index = owner, index
 
     def lazy_initialization(self, key_states: torch.Tensor, value_states: torch.Tensor) -> None:
         self.dtype, self.device = self.storage_dtype or key_states.dtype, key_states.device
-        batch, heads, _, head_dim = key_states.shape
-        self._keys = key_states.new_zeros(batch, heads, self.capacity, head_dim, dtype=self.dtype)
-        self._values = value_states.new_zeros(batch, heads, self.capacity, value_states.shape[-1], dtype=self.dtype)
+        if self.owner is not None:
+            buffers = self.owner.buffers(self.index, key_states, self.dtype)
+            self._keys, self._values = buffers[0], buffers[1]  # views one by one: unbind's may not be written
+        else:
+            batch, heads, _, head_dim = key_states.shape
+            self._keys = key_states.new_zeros(batch, heads, self.capacity, head_dim, dtype=self.dtype)
+            self._values = value_states.new_zeros(batch, heads, self.capacity, value_states.shape[-1], dtype=self.dtype)
         self._set_length(0)
         self.is_initialized = True
 
@@ -61,23 +72,13 @@ class PreallocatedLayer(DynamicLayer):
         if self.is_initialized:
             self._set_length(length)
 
-    @torch.inference_mode()  # the buffers are inference tensors when filled under inference mode
-    def keep_rows(self, starts: list[int], source: int, offsets: list[torch.Tensor], rows: list[int]) -> None:
-        """Per row b of `rows`: keep positions source + offsets[b] (ascending), packed right
-        after starts[b]; the source is copied first, so overlapping ranges are safe."""
-        if not self.is_initialized:
-            return
-        for row in rows:
-            start, index = starts[row], offsets[row] + source
-            n = index.numel()
-            self._keys[row, :, start : start + n] = self._keys[row, :, index]
-            self._values[row, :, start : start + n] = self._values[row, :, index]
-
-    @torch.inference_mode()
     def select_rows(self, rows: torch.Tensor) -> None:
         """Keep only these batch rows (e.g. drop finished sequences)."""
         if self.is_initialized:
-            self._keys, self._values = self._keys[rows], self._values[rows]
+            if self.owner is not None:
+                self._keys, self._values = self.owner.storage[self.index, 0], self.owner.storage[self.index, 1]
+            else:
+                self._keys, self._values = self._keys[rows], self._values[rows]
             self._set_length(self.length)
 
 
@@ -86,8 +87,16 @@ class KVCache(Cache):
     positions, stored in `dtype` (default: the model's; see eagle3.invariant for float64)."""
 
     def __init__(self, num_layers: int, capacity: int, dtype: torch.dtype | None = None):
-        super().__init__(layers=[PreallocatedLayer(capacity, dtype) for _ in range(num_layers)])
+        super().__init__(layers=[PreallocatedLayer(capacity, dtype, self, i) for i in range(num_layers)])
         self.capacity = capacity
+        self.storage: torch.Tensor | None = None  # [layers, 2, batch, kv_heads, capacity, head_dim], with the first keys
+
+    def buffers(self, index: int, key_states: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+        """Layer `index`'s keys and values buffers [2, batch, kv_heads, capacity, head_dim]."""
+        if self.storage is None:
+            batch, heads, _, head_dim = key_states.shape
+            self.storage = key_states.new_zeros(len(self.layers), 2, batch, heads, self.capacity, head_dim, dtype=dtype)
+        return self.storage[index]
 
     @property
     def length(self) -> int:
@@ -97,23 +106,34 @@ class KVCache(Cache):
         for layer in self.layers:
             layer.truncate(length)
 
-    def keep(self, start: int, offsets: torch.Tensor) -> None:
+    def keep(self, start: int, offsets: list[int]) -> None:
         """One sequence after a tree verification: keep the tree positions start + offsets,
         packed after start, and drop the rest."""
         self.keep_rows([start], start, [offsets])
 
-    def keep_rows(self, starts: list[int], source: int, offsets: list[torch.Tensor]) -> None:
-        """Ragged rows: row b keeps source + offsets[b] right after its own starts[b]; the
-        shared length becomes the longest row's, shorter rows' tails being stale (masked)."""
-        # A row whose kept positions already sit where they belong (a plain step, a chain of
-        # first children) moves nothing: ascending offsets 0..n-1 written at its own start.
-        moved = [row for row, (start, index) in enumerate(zip(starts, offsets))
-                 if index.numel() and (start != source or int(index[-1]) != index.numel() - 1)]
-        for layer in self.layers:
-            layer.keep_rows(starts, source, offsets, moved)
-        self.truncate(max(start + index.numel() for start, index in zip(starts, offsets)))
+    def keep_rows(self, starts: list[int], source: int, offsets: list[list[int]]) -> None:
+        """Ragged rows: row b keeps positions source + offsets[b] (ascending) right after its own
+        starts[b]; the shared length becomes the longest row's, shorter rows' tails being stale
+        (masked). One gather and one scatter per layer, whatever the rows."""
+        rows, targets, sources = [], [], []
+        for row, (start, kept) in enumerate(zip(starts, offsets)):
+            # Kept positions that already sit where they belong (a plain step, a chain of
+            # first children) move nothing.
+            moves = [(start + i, source + k) for i, k in enumerate(kept) if start + i != source + k]
+            rows += [row] * len(moves)
+            targets += [t for t, _ in moves]
+            sources += [s for _, s in moves]
+        if rows and self.storage is not None:
+            rows, targets, sources = transfer.to_device([rows, targets, sources], self.storage.device)
+            with torch.inference_mode():  # the buffers are inference tensors when filled under inference mode
+                # Every layer's keys and values at once; the sources are read first, so overlaps are safe.
+                self.storage[:, :, rows, :, targets] = self.storage[:, :, rows, :, sources]
+        self.truncate(max(start + len(kept) for start, kept in zip(starts, offsets)))
 
+    @torch.inference_mode()
     def select_rows(self, rows: torch.Tensor) -> None:
+        if self.storage is not None:
+            self.storage = self.storage[:, :, rows]
         for layer in self.layers:
             layer.select_rows(rows)
 

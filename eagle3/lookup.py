@@ -18,9 +18,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-import torch
-
-from eagle3.tree import Candidates, DraftTree
+from eagle3.tree import DraftTree
 
 COPIED = frozenset({"copy", "both"})  # the sources of drafts that came from the context
 
@@ -90,7 +88,7 @@ class CopyHitRate:
 def hybrid_tree(tree: DraftTree, chain: list[int], hit_rate: float, budget: int) -> DraftTree:
     """`tree` (the head's, possibly root-only) with the copy `chain` merged under its root,
     cut to the `budget` best non-root nodes. Node sources: "head", "copy" or "both"."""
-    tokens, parents = tree.tokens.tolist(), list(tree.parents)
+    tokens, parents = list(tree.tokens), list(tree.parents)
     scores = list(tree.scores)
     sources = ["root"] + ["head"] * (len(tokens) - 1)
     node, step = 0, math.log(hit_rate)
@@ -106,9 +104,11 @@ def hybrid_tree(tree: DraftTree, chain: list[int], hit_rate: float, budget: int)
             sources.append("copy")
             child = len(tokens) - 1
         node = child
-    # The non-root nodes as candidates under the root (candidate i is node i + 1). Scores
-    # never rise along a path and a child comes after its parent, as Candidates requires.
-    device = tree.tokens.device
-    candidates = Candidates(torch.tensor([tokens[1:]], device=device), torch.tensor([scores[1:]], dtype=torch.float64, device=device),
-                            torch.tensor([[p - 1 for p in parents[1:]]], device=device), [sources[1:]])
-    return candidates.best_trees(tree.tokens[:1], budget)[0]
+    # The non-root nodes as candidates under the root (candidate i is node i + 1). Scores never
+    # rise along a path and a child comes after its parent, so the stable best-first order
+    # keeps every kept node's parent, as in Candidates.best_trees.
+    best = sorted(range(len(tokens) - 1), key=lambda i: -scores[i + 1])[:budget]
+    kept = sorted(best)
+    return DraftTree.from_candidates(tokens[0], kept, [tokens[i + 1] for i in kept],
+                                     [parents[i + 1] - 1 for i in kept], [scores[i + 1] for i in kept],
+                                     [sources[i + 1] for i in kept])

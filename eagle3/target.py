@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
 
+from eagle3 import transfer
 from eagle3.invariant import NAME as INVARIANT_ATTENTION, cache_dtype, make_row_invariant, wants_invariant_arithmetic
 from eagle3.gguf import dequantized, find_gguf
 from eagle3.kv_cache import KVCache
@@ -244,7 +245,8 @@ class Target:
     def tree_mask(self, prefix_len: int, positions: torch.Tensor, ancestors: torch.Tensor):
         """The mask for verifying one tree (positions [n], ancestors [n, n], see DraftTree)
         on top of a prefix_len-long cache: [1, 1, n, prefix_len + n] or a dict of them."""
-        return self.rows_tree_mask(positions.new_tensor([prefix_len]), prefix_len, positions[None], ancestors[None])
+        return self.rows_tree_mask(transfer.to_device([prefix_len], positions.device), prefix_len, positions[None],
+                                   ancestors[None])
 
     def rows_tree_mask(self, lengths: torch.Tensor, written: int, positions: torch.Tensor, ancestors: torch.Tensor):
         """One tree per row (positions [B, n], ancestors [B, n, n]) written after the `written`

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import torch
 
+from eagle3 import transfer
 from eagle3.checks import integer_in
 from eagle3.head import Eagle3Head
 from eagle3.kv_cache import KVCache
@@ -40,60 +41,91 @@ class TreeConfig:
 
 @dataclass
 class DraftTree:
-    """Nodes in an order where parents come before children; node 0 is the root."""
+    """A round's draft, as host data: nodes in an order where parents come before children;
+    node 0 is the root (the last token the target produced)."""
 
-    tokens: torch.Tensor  # [n] target token ids
-    depths: torch.Tensor  # [n] long, root 0
+    tokens: list[int]  # target token ids
     parents: list[int]  # parent index per node, -1 for the root
     scores: list[float]  # cumulative draft log probability, root 0
     children: list[list[int]]  # per node, children by descending score
-    ancestors: torch.Tensor  # [n, n] bool: node j is node i or an ancestor of it
-    depth: int  # the deepest node's depth: the most drafts this tree lets a round accept
-    sources: list[str] | None = None  # per node, who drafted it (eagle3.drafters.HybridDrafter); None: the head
+    depths: list[int]  # root 0
+    sources: list[str] | None = None  # per node: "root", "head", "copy" or "both" (eagle3.lookup); None: the head
 
     @classmethod
-    def from_parents(cls, tokens: torch.Tensor, parents: list[int], scores: list[float],
+    def from_parents(cls, tokens: list[int], parents: list[int], scores: list[float],
                      sources: list[str] | None = None) -> "DraftTree":
-        """The tree of tokens [n] whose node i hangs under parents[i] (< i; -1 for the root)."""
-        n = len(parents)
-        children: list[list[int]] = [[] for _ in range(n)]
-        depths = [0] * n
-        ancestors = torch.zeros(n, n, dtype=torch.bool)
+        """The tree of tokens whose node i hangs under parents[i] (< i; -1 for the root)."""
+        children: list[list[int]] = [[] for _ in parents]
+        depths = [0] * len(parents)
         for node, parent in enumerate(parents):
             if parent >= 0:
                 children[parent].append(node)
                 depths[node] = depths[parent] + 1
-                ancestors[node] = ancestors[parent]
-            ancestors[node, node] = True
         for kids in children:
             kids.sort(key=lambda c: -scores[c])
-        device = tokens.device
-        return cls(tokens, torch.tensor(depths, device=device), parents, scores, children, ancestors.to(device),
-                   max(depths), sources)
+        return cls(list(tokens), list(parents), list(scores), children, depths, sources)
 
     @classmethod
-    def root_only(cls, root: torch.Tensor) -> "DraftTree":
-        return cls.from_parents(root.view(1), [-1], [0.0])
+    def root_only(cls, root: int) -> "DraftTree":
+        return cls.from_parents([root], [-1], [0.0])
+
+    @classmethod
+    def from_candidates(cls, root: int, kept: list[int], tokens: list[int], parents: list[int], scores: list[float],
+                        sources: list[str] | None = None) -> "DraftTree":
+        """The tree of candidates `kept` (ascending indices, every kept parent kept too) under
+        `root`; tokens, parents (-1: the root) and scores are the kept candidates', in order."""
+        new_index = {old: new for new, old in enumerate(kept, 1)}
+        return cls.from_parents([root] + tokens, [-1] + [new_index.get(p, 0) for p in parents], [0.0] + scores,
+                                ["root"] + sources if sources else None)
 
     def __len__(self) -> int:
         return len(self.parents)
 
+    @property
+    def depth(self) -> int:
+        """The deepest node's depth: the most drafts this tree lets a round accept."""
+        return max(self.depths)
+
     def source(self, node: int) -> str:
         return self.sources[node] if self.sources else "head"
+
+    def ancestors(self) -> torch.Tensor:
+        """[n, n] bool on the host: node j is node i or an ancestor of it (the verification mask)."""
+        seen = torch.eye(len(self), dtype=torch.bool)
+        for node, parent in enumerate(self.parents):
+            if parent >= 0:
+                seen[node] |= seen[parent]
+        return seen
+
+
+def stack_trees(trees: list[DraftTree], device: torch.device) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Trees of up to n nodes on the device as tokens [B, n], depths [B, n] and ancestors
+    [B, n, n], moved without waiting; a smaller tree is padded with nodes that see only the
+    prefix and themselves (their keys are never kept and their logits never read)."""
+    n = max(len(tree) for tree in trees)
+    tokens = torch.zeros(len(trees), n, dtype=torch.long)
+    depths = torch.zeros(len(trees), n, dtype=torch.long)
+    ancestors = torch.eye(n, dtype=torch.bool).repeat(len(trees), 1, 1)
+    for row, tree in enumerate(trees):
+        m = len(tree)
+        tokens[row, :m], depths[row, :m] = torch.tensor(tree.tokens), torch.tensor(tree.depths)
+        ancestors[row, :m, :m] = tree.ancestors()
+    return (transfer.to_device(tokens, device), transfer.to_device(depths, device),
+            transfer.to_device(ancestors, device, torch.bool))
 
 
 def draft_tree(
     head: Eagle3Head,
     cache: KVCache,
     features: torch.Tensor,
-    next_tokens: torch.Tensor,
+    next_tokens: list[int],
     config: TreeConfig,
     depth: int | None = None,
 ) -> DraftTree:
-    """One sequence: consume m new pairs and draft a tree under `root`.
+    """One sequence: consume m new pairs and draft a tree under its root.
 
     features [m, 3H]: target features of the last m accepted positions, which are the
-    draft positions cache.length .. cache.length + m - 1; next_tokens [m]: the token after
+    draft positions cache.length .. cache.length + m - 1; next_tokens (m ids): the token after
     each of them (the last one is the root). The pairs stay in the draft cache; the tree's
     own keys are dropped before returning. depth overrides config.depth (budget caps).
     """
@@ -106,74 +138,66 @@ def draft_trees(
     cache: KVCache,
     lengths: list[int],
     features: list[torch.Tensor],
-    next_tokens: list[torch.Tensor],
+    next_tokens: list[list[int]],
     config: TreeConfig,
     depth: int | None = None,
 ) -> list[DraftTree]:
     """A batch of sequences in one ragged draft cache, one tree per row.
 
     Row b's valid draft keys are [0, lengths[b]); its m_b new pairs (features[b] [m_b, 3H],
-    next_tokens[b] [m_b], the last being the row's root) are packed after them, so the row
+    next_tokens[b] m_b ids, the last being the row's root) are packed after them, so the row
     has lengths[b] + m_b valid keys afterwards. All rows draft the same depth in the same
     forwards: consume the pairs, expand the top_k best nodes level by level, keep the best
-    total_tokens - 1 candidates.
+    total_tokens - 1 candidates. The trees reach the host in one read.
     """
     last, lengths = consume_pairs(head, cache, lengths, features, next_tokens)
     depth = config.depth if depth is None else depth
     candidates = expand(head, cache, last, lengths, config.top_k, depth)
-    roots = torch.stack([t[-1] for t in next_tokens])
-    return candidates.best_trees(roots, config.total_tokens - 1)
+    return candidates.best_trees([tokens[-1] for tokens in next_tokens], config.total_tokens - 1)
 
 
 def consume_pairs(head: Eagle3Head, cache: KVCache, lengths: list[int], features: list[torch.Tensor],
-                  next_tokens: list[torch.Tensor]) -> tuple[torch.Tensor, list[int]]:
+                  next_tokens: list[list[int]]) -> tuple[torch.Tensor, list[int]]:
     """Run the head over each row's new pairs, right-padded to the longest row and written
     after the shared length, then pack them after the row's valid keys. Returns the hidden
     state at each row's last pair [B, 1, H] and the rows' new lengths."""
-    batch, device, dtype = len(lengths), features[0].device, head.fc.weight.dtype
+    batch, device = len(lengths), features[0].device
     counts = [f.shape[0] for f in features]
     width, written = max(counts), cache.length
     hidden_in = torch.zeros(batch, width, features[0].shape[-1], dtype=features[0].dtype, device=device)
-    tokens = torch.zeros(batch, width, dtype=torch.long, device=device)
-    for row, (f, t) in enumerate(zip(features, next_tokens)):
-        hidden_in[row, : counts[row]], tokens[row, : counts[row]] = f, t
-    steps, lengths_t = torch.arange(width, device=device), torch.tensor(lengths, device=device)
-    keys = torch.arange(written + width, device=device)
+    for row, f in enumerate(features):
+        hidden_in[row, : counts[row]] = f
+    tokens = transfer.to_device([t + [0] * (width - len(t)) for t in next_tokens], device)
+    lengths_t, last_pairs = transfer.to_device([lengths, [m - 1 for m in counts]], device)
+    steps, keys = torch.arange(width, device=device), torch.arange(written + width, device=device)
     allowed = (keys[None, None, :] < lengths_t[:, None, None]) | (  # the row's own valid prefix,
         (keys[None, None, :] >= written) & (keys[None, None, :] - written <= steps[None, :, None]))  # then causal
-    hidden = head(head.project(hidden_in), tokens, lengths_t[:, None] + steps, additive_mask(allowed, dtype),
-                  cache.layers[0])
-    cache.keep_rows(lengths, written, [torch.arange(m, device=device) for m in counts])
-    last = hidden[torch.arange(batch, device=device), torch.tensor(counts, device=device) - 1][:, None]
+    hidden = head(head.project(hidden_in), tokens, lengths_t[:, None] + steps,
+                  additive_mask(allowed, head.fc.weight.dtype), cache.layers[0])
+    cache.keep_rows(lengths, written, [list(range(m)) for m in counts])
+    last = hidden[torch.arange(batch, device=device), last_pairs][:, None]
     return last, [length + m for length, m in zip(lengths, counts)]
 
 
 @dataclass
 class Candidates:
-    """Scored nodes under each row's root, any of which may join the row's tree: parents index
-    the candidates (-1: the root), and a child never scores above its parent and comes after it."""
+    """Scored nodes under each row's root, on the device, any of which may join the row's tree:
+    parents index the candidates (-1: the root), and a child never scores above its parent and
+    comes after it."""
 
     tokens: torch.Tensor  # [B, n] target token ids
     scores: torch.Tensor  # [B, n] cumulative draft log probabilities
     parents: torch.Tensor  # [B, n]
-    sources: list[list[str]] | None = None  # per row and candidate, who drafted it; None: the head
 
-    def best_trees(self, roots: torch.Tensor, n_keep: int) -> list[DraftTree]:
-        """The n_keep best-scoring candidates of each row under its root [B], as trees."""
-        batch, n = self.scores.shape
-        n_keep, device = min(n_keep, n), roots.device
+    def best_trees(self, roots: list[int], n_keep: int) -> list[DraftTree]:
+        """The n_keep best-scoring candidates of each row under its root, as trees on the host."""
+        n_keep = min(n_keep, self.scores.shape[1])
         # Stable sort: a child never scores above its parent and comes later, so every kept
         # node's parent is kept too, ties included.
         kept = self.scores.sort(dim=1, descending=True, stable=True).indices[:, :n_keep].sort(dim=1).values
-        new_index = torch.zeros(batch, n + 1, dtype=torch.long, device=device)  # slot n: the root
-        new_index.scatter_(1, kept, torch.arange(1, n_keep + 1, device=device).expand(batch, n_keep))
-        kept_parents = self.parents.gather(1, kept)
-        kept_parents = new_index.gather(1, torch.where(kept_parents < 0, n, kept_parents)).tolist()
-        kept_tokens, kept_scores = self.tokens.gather(1, kept), self.scores.gather(1, kept).tolist()
-        kept_sources = [[self.sources[row][i] for i in ids] for row, ids in enumerate(kept.tolist())] if self.sources else None
-        return [DraftTree.from_parents(torch.cat([roots[row : row + 1], kept_tokens[row]]), [-1] + kept_parents[row],
-                                       [0.0] + kept_scores[row], ["root"] + kept_sources[row] if kept_sources else None)
-                for row in range(batch)]
+        kept, tokens, parents, scores = transfer.to_host(kept, self.tokens.gather(1, kept), self.parents.gather(1, kept),
+                                                         self.scores.gather(1, kept))
+        return [DraftTree.from_candidates(*row) for row in zip(roots, kept, tokens, parents, scores)]
 
 
 def expand(head: Eagle3Head, cache: KVCache, last: torch.Tensor, lengths: list[int], top_k: int,
@@ -181,7 +205,7 @@ def expand(head: Eagle3Head, cache: KVCache, last: torch.Tensor, lengths: list[i
     """Draft `depth` levels from the hidden states `last` [B, 1, H] after each row's root.
     The frontier's keys live in the cache only while drafting; it is truncated after."""
     batch, device, dtype = last.shape[0], last.device, head.fc.weight.dtype
-    layer, stable, lengths_t = cache.layers[0], cache.length, torch.tensor(lengths, device=device)
+    layer, stable, lengths_t = cache.layers[0], cache.length, transfer.to_device(lengths, device)
     logp = torch.log_softmax(head.logits(last[:, 0]).float(), dim=-1)
     scores, draft_ids = logp.topk(top_k, dim=-1)  # level 1: [B, k]
     cand_tokens, cand_scores = [head.to_target_ids(draft_ids)], [scores]

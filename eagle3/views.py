@@ -13,9 +13,11 @@ import json
 from dataclasses import dataclass, field
 from itertools import accumulate
 
-from eagle3.events import RoundEvent, Token, TreeView
+from eagle3.events import RoundEvent, Token
+from eagle3.exactness import Divergence
 from eagle3.lookup import COPIED
 from eagle3.stats import RunStats, tokens_per_round
+from eagle3.tree import DraftTree
 
 
 def token_html(token: Token, round_index: int) -> str:
@@ -39,7 +41,7 @@ def display_text(text: str) -> str:
     return html.escape(shown if len(shown) <= 12 else shown[:11] + "…")
 
 
-def render_tree(tree: TreeView | None, path: list[int], texts: list[str], title: str = "") -> str:
+def render_tree(tree: DraftTree | None, path: list[int], texts: list[str], title: str = "") -> str:
     """The draft tree as SVG: depth left to right, the accepted path in green."""
     if tree is None:
         return '<div class="tree-svg"><p>The draft tree of a round appears here.</p></div>'
@@ -94,7 +96,7 @@ class RunView:
     stats: RunStats = field(default_factory=RunStats)
     html: list[str] = field(default_factory=list)
     # Per verification round: (round, its tree or None where nothing was drafted, accepted path)
-    trees: list[tuple[int, TreeView | None, list[int]]] = field(default_factory=list)
+    trees: list[tuple[int, DraftTree | None, list[int]]] = field(default_factory=list)
     frames: list[tuple[float, str]] = field(default_factory=list)  # (compute seconds, HTML of the tokens it added)
 
     def add(self, event: RoundEvent, speculative: bool) -> None:
@@ -159,8 +161,10 @@ def pooled(views: list[RunView]) -> RunStats:
     return stats
 
 
-def summary_html(spec: list[RunView], plain: list[RunView], greedy: bool) -> str:
-    """The summary line of a chat reply (one row) or of a batch (one row per prompt)."""
+def summary_html(spec: list[RunView], plain: list[RunView], divergences: list[Divergence | None] | None) -> str:
+    """The summary line of a chat reply (one row) or of a batch (one row per prompt).
+    divergences: per row, where greedy EAGLE-3 left plain decoding (None: nowhere); None
+    while not checked, or when sampling."""
     s, p = pooled(spec), pooled(plain)
     batch = [f"batch of {len(spec)}"] if len(spec) > 1 else []
     parts = batch + [f"new tokens {s.new_tokens}", f"rounds {s.rounds}", f"tau {s.tau:.2f}",
@@ -168,33 +172,27 @@ def summary_html(spec: list[RunView], plain: list[RunView], greedy: bool) -> str
     if not p.finished:  # "done." only at the very end
         return " | ".join(parts) + " | plain decoding…"
     parts += [f"plain {p.tokens_per_s:.1f} tok/s", f"speedup {s.tokens_per_s / max(p.tokens_per_s, 1e-9):.2f}x"]
-    if greedy:
-        differs = [(row, first_difference(a.stats.output_ids, b.stats.output_ids))
-                   for row, (a, b) in enumerate(zip(spec, plain), 1)
-                   if a.stats.output_ids != b.stats.output_ids]
+    if divergences is not None:
+        differs = [(row, d) for row, d in enumerate(divergences, 1) if d is not None]
         if not differs:
             parts.append('<span class="lossless">lossless: identical to plain decoding</span>')
         else:
-            row, token = differs[0]
+            row, first = differs[0]
             where = f"row {row}: " if batch else ""
-            parts.append(f'<span class="differs">{where}outputs differ from token {token}</span>')
+            parts.append(f'<span class="differs">{where}{html.escape(first.describe())}</span>')
     return " | ".join(parts) + " | done."
 
 
-def first_difference(a: list[int], b: list[int]) -> int:
-    return next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
-
-
-def batch_rows_html(messages: list[str], spec: list[RunView], plain: list[RunView], greedy: bool) -> str:
+def batch_rows_html(messages: list[str], spec: list[RunView], plain: list[RunView],
+                    divergences: list[Divergence | None] | None) -> str:
     """Each prompt of a batch with its EAGLE-3 reply, coloured by fate, and the row's own figures."""
     rows = []
     for row, (message, s, p) in enumerate(zip(messages, spec, plain), 1):
         figures = f"{s.stats.new_tokens} tokens, tau {s.stats.tau:.2f}"
-        if p.stats.finished and greedy:
-            same = s.stats.output_ids == p.stats.output_ids
-            figures += (" | <span class=\"lossless\">identical to plain</span>" if same else
-                        f" | <span class=\"differs\">differs from token "
-                        f"{first_difference(s.stats.output_ids, p.stats.output_ids)}</span>")
+        if divergences is not None:
+            differs = divergences[row - 1]
+            figures += (" | <span class=\"lossless\">identical to plain</span>" if differs is None else
+                        f" | <span class=\"differs\">{html.escape(differs.describe())}</span>")
         rows.append(f'<div class="batch-row"><div class="batch-prompt"><b>{row}.</b> {html.escape(message)}'
                     f'<span class="batch-figures">{figures}</span></div>'
                     f'<div class="tokens batch-reply">{"".join(s.html)}</div></div>')
@@ -208,7 +206,7 @@ def legend_html() -> str:
         "<span>· rounds alternate an underline; hover a token for its round</span></div>")
 
 
-def tree_html(trees: list[tuple[int, TreeView | None, list[int]]], index: int, tokenizer) -> str:
+def tree_html(trees: list[tuple[int, DraftTree | None, list[int]]], index: int, tokenizer) -> str:
     """The draft tree of round `index` (1-based, as the summary counts rounds; 0 or past the end
     means the last)."""
     if not trees:

@@ -375,6 +375,43 @@ def test_zero_gpu_is_told_by_the_environment():
     assert not app.on_zero_gpu({}) and not app.on_zero_gpu({"SPACES_ZERO_GPU": "false"})
 
 
+def test_zero_gpu_loads_every_pair_at_start_and_leaves_out_those_that_fail(capsys):
+    """ZeroGPU's GPU workers cannot load a model: every pair is loaded before serving (here the
+    two embedded ones; the hub's fail offline and leave the menu, their reason printed)."""
+    models = app.load_models(app.parse_args([]), every=True)
+    assert list(models.loaded) == list(models.presets) == [p.name for p in app.PRESETS[:2]]
+    assert capsys.readouterr().err.count("; left out") == len(app.PRESETS) - 2
+    with pytest.raises(app.gr.Error, match="on ZeroGPU every model is loaded at start, and this one is not among"):
+        models.get(app.PRESETS[2].name)
+
+
+def test_stop_reaches_a_run_in_a_forked_process():
+    """As ZeroGPU runs a GPU call: in a worker forked from the server, which Stop's flag reaches."""
+    import multiprocessing
+
+    stops = app.Stops()
+
+    def run():  # a decode loop that checks its flag between rounds
+        flag = stops.start("s2")
+        started.set()
+        deadline = time.perf_counter() + 30
+        while not flag.is_set() and time.perf_counter() < deadline:
+            time.sleep(0.005)
+        stopped.value = flag.is_set()
+        stops.end(flag)
+
+    context = multiprocessing.get_context("fork")
+    started, stopped = context.Event(), context.Value("b", 0)
+    worker = context.Process(target=run)
+    worker.start()
+    assert started.wait(30)
+    began = time.perf_counter()
+    stops.request("s2")  # returns once the worker's run has ended
+    assert stopped.value and time.perf_counter() - began < 5
+    worker.join(10)
+    stops.request("s1", wait_s=0)  # another session: nothing runs, nothing waits
+
+
 def test_loaded_pairs_are_kept_while_they_fit_the_budget(model_dirs):
     target, head = model_dirs
     names = [f"{target} | {head}", f"{target}/ | {head}"]  # the same pair under two names: two loads

@@ -94,6 +94,7 @@ def test_bench_smoke_on_embedded_pair(tmp_path):
     report = run_bench(tmp_path, EMBEDDED_TARGET, EMBEDDED_HEAD, "--report", str(tmp_path / "bench.html"))
     assert SUMMARY_FIELDS <= report["summary"].keys()
     assert report["summary"]["exact_match"] is True
+    assert report["summary"]["divergences"]["eagle3"] == {"prompts": 0, "near_ties": 0}
     assert len(report["summary"]["acceptance_by_position"]) == 4
     assert len(report["prompts"]) == 2 and all(PROMPT_FIELDS <= row.keys() for row in report["prompts"])
     page = (tmp_path / "bench.html").read_text()

@@ -4,7 +4,7 @@ import torch
 
 from eagle3.acceptance import accept_greedy
 from eagle3.kv_cache import KVCache
-from eagle3.tree import TreeConfig, draft_tree
+from eagle3.tree import TreeConfig, draft_tree, stack_trees
 from tests.models import make_head, make_target
 
 
@@ -13,7 +13,7 @@ def test_keep_packs_positions_after_prefix():
     states = torch.arange(10.0).view(1, 1, 10, 1).expand(1, 2, 10, 3)
     for layer in range(2):
         cache.update(states, states + 100, layer)
-    cache.keep(4, torch.tensor([0, 2, 5]))
+    cache.keep(4, [0, 2, 5])
     assert cache.length == 7 and cache.get_seq_length() == 7
     for layer in cache.layers:
         assert layer.keys[0, 0, :, 0].tolist() == [0, 1, 2, 3, 4, 6, 9]
@@ -29,21 +29,22 @@ def test_compacted_cache_gives_fresh_prefill_logits():
         prompt = torch.tensor([5, 9, 2, 7, 1, 3])
         cache, draft_cache = target.new_cache(64), KVCache(1, 64)
         out = target.forward(prompt[None], torch.arange(6)[None], cache, capture=True)
-        root = out.logits[0, -1].argmax().view(1)
-        features, next_tokens, sequence = out.features[0], torch.cat([prompt[1:], root]), prompt.tolist() + root.tolist()
+        root = int(out.logits[0, -1].argmax())
+        features, next_tokens, sequence = out.features[0], prompt.tolist()[1:] + [root], prompt.tolist() + [root]
         accepted_any = False
         for _ in range(6):
             tree = draft_tree(head, draft_cache, features, next_tokens, TreeConfig(4, 4, 16))
             assert draft_cache.length == cache.length  # the draft keeps one entry per target position
             prefix = cache.length
-            positions = prefix + tree.depths
-            out = target.forward(tree.tokens[None], positions[None], cache, target.tree_mask(prefix, positions, tree.ancestors), capture=True)
-            result = accept_greedy(tree, out.logits[0])
-            kept = torch.tensor([0] + result.path)
+            tokens, depths, ancestors = stack_trees([tree], target.device)
+            positions = prefix + depths[0]
+            out = target.forward(tokens, positions[None], cache, target.tree_mask(prefix, positions, ancestors[0]), capture=True)
+            result = accept_greedy(tree, out.logits[0].argmax(-1).tolist())
+            kept = [0] + result.path
             cache.keep(prefix, kept)
             accepted_any |= bool(result.path)
-            features, next_tokens = out.features[0, kept], torch.cat([tree.tokens[kept[1:]], torch.tensor([result.next_token])])
-            sequence += tree.tokens[kept[1:]].tolist() + [result.next_token]
+            features, next_tokens = out.features[0, kept], [tree.tokens[k] for k in result.path] + [result.next_token]
+            sequence += next_tokens
 
             assert cache.length == len(sequence) - 1
             step = target.forward(torch.tensor([[sequence[-1]]]), torch.tensor([[cache.length]]), cache, capture=True)

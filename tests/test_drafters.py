@@ -34,7 +34,7 @@ class Accounted(HybridDrafter):
         super().observe(settled, seconds)
         self.sat_out += self.head.drafted is None and settled[0].tree is not None
         for b, done in enumerate(settled):
-            self.positions[b] += 0 if done.tree is None else done.kept.numel()
+            self.positions[b] += 0 if done.tree is None else len(done.kept)
             assert self.head.lengths[b] + len(self.head.next_tokens[b]) == self.positions[b]
 
 

@@ -6,10 +6,10 @@ import pytest
 import torch
 
 from eagle3 import GenerationConfig, TreeConfig, collect, collect_rows, decode, drafter_named
-from eagle3.decoding import prefill, stack_trees
+from eagle3.decoding import prefill
 from eagle3.invariant import NAME, RowInvariantLinear
 from eagle3.target import Target, exact_bf16, set_arithmetic
-from eagle3.tree import DraftTree
+from eagle3.tree import DraftTree, stack_trees
 from tests.models import make_head, make_target
 
 # bfloat16 linear layers give each row the same bits on AMX up to 32 rows (measured); elsewhere
@@ -35,7 +35,7 @@ def random_tree(size: int, vocab_size: int, generator: torch.Generator) -> Draft
     depths = [0] * size
     for node in range(1, size):
         depths[node] = depths[parents[node]] + 1
-    tokens = torch.randint(0, vocab_size, (size,), generator=generator)
+    tokens = torch.randint(0, vocab_size, (size,), generator=generator).tolist()
     return DraftTree.from_parents(tokens, parents, [-float(d) for d in depths])
 
 
@@ -57,13 +57,14 @@ def tree_matches_steps(target: Target, seed: int) -> bool:
     cache = target.new_cache(256)
     n = prefix.shape[1]
     target.forward(prefix, torch.arange(n)[None], cache)
-    positions = n + tree.depths
-    together = target.forward(tree.tokens[None], positions[None], cache,
-                              attention_mask=target.tree_mask(n, positions, tree.ancestors)).logits[0]
+    tokens, depths, ancestors = stack_trees([tree], target.device)
+    positions = n + depths[0]
+    together = target.forward(tokens, positions[None], cache,
+                              attention_mask=target.tree_mask(n, positions, ancestors[0])).logits[0]
     for node in range(len(tree)):
         cache.truncate(n)
         for step, along in enumerate(path_to(tree, node)):
-            logits = target.forward(tree.tokens[along].view(1, 1), torch.tensor([[n + step]]), cache).logits[0, -1]
+            logits = target.forward(torch.tensor([[tree.tokens[along]]]), torch.tensor([[n + step]]), cache).logits[0, -1]
         if not torch.equal(logits, together[node]):
             return False
     return True
@@ -75,18 +76,19 @@ def batch_matches_rows_alone(target: Target, seed: int, rows: int = 4) -> bool:
     logits of its prompt prefilled and its tree verified alone."""
     generator = torch.Generator().manual_seed(seed)
     lengths = [int(torch.randint(5, 60, (), generator=generator)) for _ in range(rows)]
-    prompts = [torch.randint(0, target.vocab_size, (n,), generator=generator) for n in lengths]
+    prompts = [torch.randint(0, target.vocab_size, (n,), generator=generator).tolist() for n in lengths]
     trees = [random_tree(17, target.vocab_size, generator) for _ in range(rows)]
     alone = []
     for prompt, tree in zip(prompts, trees):
         cache, n = target.new_cache(256), len(prompt)
         prefill(target, [prompt], cache)
-        positions = n + tree.depths
-        alone.append(target.forward(tree.tokens[None], positions[None], cache,
-                                    attention_mask=target.tree_mask(n, positions, tree.ancestors)).logits[0])
+        tokens, depths, ancestors = stack_trees([tree], target.device)
+        positions = n + depths[0]
+        alone.append(target.forward(tokens, positions[None], cache,
+                                    attention_mask=target.tree_mask(n, positions, ancestors[0])).logits[0])
     cache = target.new_cache(256)
     width = prefill(target, prompts, cache)[0].shape[1]
-    tokens, depths, ancestors = stack_trees(trees)
+    tokens, depths, ancestors = stack_trees(trees, target.device)
     lengths = torch.tensor(lengths)
     positions = lengths[:, None] + depths
     together = target.forward(tokens, positions, cache, target.rows_tree_mask(lengths, width, positions, ancestors)).logits

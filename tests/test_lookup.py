@@ -26,20 +26,20 @@ def test_the_index_copies_what_followed_the_longest_earlier_ending():
 
 
 def tree_of(tokens, parents, scores):
-    return DraftTree.from_parents(torch.tensor(tokens), parents, scores)
+    return DraftTree.from_parents(tokens, parents, scores)
 
 
 def test_a_copy_chain_merges_under_the_root_within_the_budget():
     head = tree_of([0, 10, 11, 12, 13], [-1, 0, 0, 1, 3], [0.0, -0.1, -2.0, -0.3, -0.5])
     merged = hybrid_tree(head, [10, 12, 20, 21], hit_rate=0.9, budget=5)
-    nodes = list(zip(merged.tokens.tolist(), merged.parents, merged.sources))
+    nodes = list(zip(merged.tokens, merged.parents, merged.sources))
     # 10 and 12 were drafted by both; 20 and 21 are new, under 12; the head's 11 (-2.0) makes way
     assert nodes == [(0, -1, "root"), (10, 0, "both"), (12, 1, "both"), (13, 2, "head"), (20, 2, "copy"),
                      (21, 4, "copy")]
     assert len(hybrid_tree(head, [30, 31, 32], hit_rate=0.01, budget=4)) == 5  # an unlikely chain loses its nodes
     assert hybrid_tree(head, [30, 31, 32], hit_rate=0.01, budget=4).sources.count("copy") == 0
-    only = hybrid_tree(DraftTree.root_only(torch.tensor([0])), [7, 8], hit_rate=0.5, budget=2)
-    assert only.tokens.tolist() == [0, 7, 8] and only.parents == [-1, 0, 1]
+    only = hybrid_tree(DraftTree.root_only(0), [7, 8], hit_rate=0.5, budget=2)
+    assert only.tokens == [0, 7, 8] and only.parents == [-1, 0, 1]
 
 
 @pytest.mark.parametrize("drafter", ["lookup", "hybrid"])
@@ -76,13 +76,13 @@ def test_the_head_catches_up_on_pairs_it_skipped():
     head = make_head(target, draft_vocab_size=24)
     generator = torch.Generator().manual_seed(4)
     features = torch.randn(20, 3 * target.hidden_size, generator=generator)
-    tokens = torch.randint(0, target.vocab_size, (20,), generator=generator)
+    tokens = torch.randint(0, target.vocab_size, (20,), generator=generator).tolist()
     config = TreeConfig(3, 3, 10)
     once = draft_tree(head, KVCache(1, 64), features, tokens, config)
     cache = KVCache(1, 64)
     draft_tree(head, cache, features[:12], tokens[:12], config)
     twice = draft_tree(head, cache, features[12:], tokens[12:], config)
-    assert torch.equal(once.tokens, twice.tokens) and once.parents == twice.parents
+    assert once.tokens == twice.tokens and once.parents == twice.parents
     torch.testing.assert_close(torch.tensor(once.scores), torch.tensor(twice.scores))
 
 
@@ -109,12 +109,10 @@ def test_a_copy_chain_accepted_without_checking_is_caught(pair, monkeypatch):
     target, head = pair
     settle = eagle3.decoding.settle
 
-    def trusting_settle(run, draft, logits, features):
+    def trusting_settle(run, draft, verdict, features):
         if draft.sources and len(draft) > 1 and draft.sources[1] in ("copy", "both"):
-            logits = logits.clone()
-            logits[0] = -1e4
-            logits[0, int(draft.tokens[1])] = 1e4  # the target "agrees" with the copy
-        return settle(run, draft, logits, features)
+            verdict[0][1] = 1.0  # the target "agrees" with the copy: its token has all the probability
+        return settle(run, draft, verdict, features)
 
     monkeypatch.setattr(eagle3.decoding, "settle", trusting_settle)
     sampling = SamplingConfig(temperature=1.0)

@@ -3,8 +3,9 @@
 import torch
 from hypothesis import given, settings, strategies as st
 
-from eagle3.acceptance import SamplingConfig, accept_greedy, accept_sampled, choose_among, target_probs
+from eagle3.acceptance import SamplingConfig, accept_greedy, target_probs
 from eagle3.tree import DraftTree
+from tests.test_sampling import accept_one, walk
 
 
 @st.composite
@@ -23,7 +24,7 @@ def trees(draw, vocab_size=6):
         parents.append(parent)
         tokens.append(token)
     scores = [0.0] + [-float(draw(st.integers(0, 50))) / 10 for _ in parents[1:]]
-    return DraftTree.from_parents(torch.tensor(tokens), parents, scores)
+    return DraftTree.from_parents(tokens, parents, scores)
 
 
 def is_root_path(tree: DraftTree, path: list[int]) -> bool:
@@ -42,7 +43,7 @@ logits_arrays = st.lists(st.floats(-8, 8, allow_nan=False), min_size=6, max_size
 @given(tree=trees(), data=st.data())
 def test_greedy_acceptance_is_the_argmax_chain(tree, data):
     logits = torch.tensor([data.draw(logits_arrays) for _ in range(len(tree))])
-    result = accept_greedy(tree, logits)
+    result = accept_greedy(tree, logits.argmax(-1).tolist())
     assert is_root_path(tree, result.path)
     chain = [0] + result.path
     for parent, child in zip(chain, chain[1:]):  # every accepted token is the argmax at its parent
@@ -57,7 +58,7 @@ def test_greedy_acceptance_is_the_argmax_chain(tree, data):
 def test_sampled_acceptance_returns_a_root_path(tree, data, seed):
     logits = torch.tensor([data.draw(logits_arrays) for _ in range(len(tree))])
     probs = target_probs(logits, SamplingConfig(temperature=1.0, top_p=0.9))
-    result = accept_sampled(tree, probs, torch.Generator().manual_seed(seed))
+    result = walk(tree, probs, torch.Generator().manual_seed(seed))
     assert is_root_path(tree, result.path)
     last = ([0] + result.path)[-1]
     assert probs[last, result.next_token] > 0  # emitted tokens always have target probability
@@ -79,7 +80,7 @@ def test_processed_probabilities_are_distributions(values, temperature, top_p, t
 def test_choose_among_emits_supported_tokens(values, data, seed):
     probs = torch.softmax(torch.tensor(values), -1)
     candidates = data.draw(st.lists(st.integers(0, 5), unique=True, max_size=6))
-    index, token = choose_among(probs, candidates, torch.Generator().manual_seed(seed))
+    index, token = accept_one(probs, candidates, torch.Generator().manual_seed(seed))
     assert probs[token] > 0
     if index is not None:
         assert candidates[index] == token
@@ -91,9 +92,9 @@ def test_choose_among_emits_supported_tokens(values, data, seed):
 @given(tree=trees())
 def test_tree_ancestry(tree):
     """The verification mask: ancestors[i, j] says that node i sees node j (itself or an ancestor)."""
-    seen = tree.ancestors
+    seen = tree.ancestors()
     assert seen[:, 0].all() and seen.diagonal().all()  # everyone sees the root and itself
-    assert seen.sum(1).tolist() == (tree.depths + 1).tolist()  # one node per level of its path, no sibling
+    assert seen.sum(1).tolist() == [d + 1 for d in tree.depths]  # one node per level of its path, no sibling
     assert not seen.triu(1).any()  # parent-first order: a node sees only earlier nodes
     assert all(seen[node, tree.parents[node]] for node in range(1, len(tree)))
     two_hops = (seen.float() @ seen.float()) > 0

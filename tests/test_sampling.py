@@ -8,7 +8,8 @@ from scipy.stats import chisquare
 
 import eagle3.decoding
 from eagle3 import GenerationConfig, HeadDrafter, SamplingConfig, TreeConfig, collect, decode, drafter_named
-from eagle3.acceptance import Acceptance, TokenState, choose_among, target_probs
+from eagle3.acceptance import Acceptance, SampledDraws, TokenState, accept_sampled, sampled_draws, target_probs
+from eagle3.tree import DraftTree
 from tests.models import make_head, make_target
 
 VOCAB = 8
@@ -30,6 +31,22 @@ def test_target_probs_processing():
     assert torch.equal(p[0], torch.tensor([1.0, 0.0, 0.0, 0.0]))
 
 
+def walk(tree: DraftTree, probs: torch.Tensor, generator: torch.Generator) -> Acceptance:
+    """The decoder's sampled walk: the draws made on the device, read once, walked on the host."""
+    return accept_sampled(tree, SampledDraws(*sampled_draws(probs, tree, generator).tolist()))
+
+
+def accept_one(probs: torch.Tensor, candidates: list[int], generator: torch.Generator) -> tuple[int | None, int]:
+    """One node's acceptance step as the decoder takes it: a root whose children carry the
+    candidates, in order. Returns (index of the accepted candidate or None, emitted token)."""
+    tree = DraftTree.from_parents([0] + candidates, [-1] + [0] * len(candidates),
+                                  [0.0] + [-1.0 - i for i in range(len(candidates))])
+    result = walk(tree, probs.expand(len(tree), -1), generator)
+    if result.path:
+        return result.path[0] - 1, candidates[result.path[0] - 1]
+    return None, result.next_token
+
+
 @pytest.mark.parametrize("probs,candidates", [
     ([0.5, 0.2, 0.2, 0.1], [1, 0]),
     ([0.05, 0.05, 0.6, 0.3], [0, 1, 3]),
@@ -43,7 +60,7 @@ def test_acceptance_step_matches_exact_formula(probs, candidates):
     accepted = torch.zeros(len(candidates) + 1)
     emitted = torch.zeros(len(probs))
     for _ in range(n):
-        index, token = choose_among(p, candidates, generator)
+        index, token = accept_one(p, candidates, generator)
         accepted[len(candidates) if index is None else index] += 1
         emitted[token] += 1
     exact_accept = torch.tensor([probs[c] for c in candidates] + [1 - sum(probs[c] for c in candidates)])
@@ -104,12 +121,12 @@ def test_wrong_acceptance_rule_is_caught(pair, monkeypatch):
     """The same statistic rejects a decoder that always accepts the draft's first child."""
     target, head = pair
 
-    def always_accept(tree, probs, generator):
+    def always_accept(tree, draws):
         node, path = 0, []
         while tree.children[node]:
             node = tree.children[node][0]
             path.append(node)
-        return Acceptance(path, int(torch.multinomial(probs[node], 1, generator=generator)), TokenState.BONUS, [])
+        return Acceptance(path, int(draws.residual[node]), TokenState.BONUS, [])
 
     monkeypatch.setattr(eagle3.decoding, "accept_sampled", always_accept)
     sampling = SamplingConfig(temperature=1.0)

@@ -5,7 +5,8 @@ import re
 
 from eagle3 import views
 from eagle3.acceptance import TokenState
-from eagle3.events import Token, TreeView
+from eagle3.events import Token
+from eagle3.tree import DraftTree
 
 
 def test_token_html_escapes_and_marks_state():
@@ -27,8 +28,7 @@ def test_multibyte_characters_split_across_tokens(tokenizer):
 
 
 def test_tree_rendering_highlights_the_accepted_path():
-    tree = TreeView(tokens=[10, 11, 12, 13, 14], parents=[-1, 0, 0, 1, 3], depths=[0, 1, 1, 2, 3],
-                    scores=[0.0, -0.1, -2.0, -0.3, -0.9], children=[[1, 2], [3], [], [4], []])
+    tree = DraftTree.from_parents([10, 11, 12, 13, 14], [-1, 0, 0, 1, 3], [0.0, -0.1, -2.0, -0.3, -0.9])
     svg = views.render_tree(tree, [1, 3], ["root", "a", "<b>", "c\n", "d"], "Round 1")
     assert svg.count('class="node accepted"') == 2 and svg.count('class="node root"') == 1
     assert svg.count('class="edge accepted"') == 2 and svg.count('class="edge"') == 2
@@ -51,7 +51,7 @@ def test_chart_data():
 
 
 def test_a_round_that_drafted_nothing_is_named_in_the_tree_view():
-    tree = TreeView(tokens=[10, 11], parents=[-1, 0], depths=[0, 1], scores=[0.0, -0.5], children=[[1], []])
+    tree = DraftTree.from_parents([10, 11], [-1, 0], [0.0, -0.5])
     trees = [(1, tree, [1]), (2, None, [])]
     assert "Round 2 of 2: nothing drafted" in views.tree_html(trees, 0, None)  # the last round by default
     assert "Round 1 of 2: 1 drafted nodes, 1 accepted" in views.tree_html(trees, 1, None)
