@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# The target's states for every committed reply part, one features folder per part, for
+# `eagle3.train --features` (several folders read as one dataset, so any prefix of the parts
+# is a training set of its own: the scaling curve's points). The first set's parts come
+# first, then the new ones in order. Resumable: a rerun skips the complete shards of each
+# part (a part already done costs a model load). Stored in bfloat16, which is what the head
+# reads under bfloat16 training, at half float32's disk. Run it in the background:
+#   nohup setsid docs/pipeline/features_more.sh > runs/features/features.log 2>&1 &
+# Its process group id is in runs/features/features.pid (kill -STOP / -CONT around timings).
+cd "$(dirname "$0")/../.."
+mkdir -p runs/features
+echo $$ > runs/features/features.pid
+export PYTHONPATH=.
+DTYPE=${DTYPE:-float32}  # the target's arithmetic while extracting
+for part in assets/data/replies_first/part-*.jsonl.gz assets/data/replies_more/part-*.jsonl.gz; do
+  out="runs/features/$(basename "$(dirname "$part")")/$(basename "$part" .jsonl.gz)"
+  python3 -m eagle3.features --target checkpoints/smollm2 --data "$part" --out "$out" --dtype "$DTYPE" \
+    --save-dtype bfloat16 --max-length 768 --batch-size 8 || exit 1
+done
