@@ -22,6 +22,25 @@ def test_keep_packs_positions_after_prefix():
     assert cache.length == 5
 
 
+def test_every_layer_lives_in_one_buffer_that_one_gather_compacts():
+    """keep_rows moves all layers' kept positions at once: the layers are views of one buffer,
+    also after rows are dropped."""
+    cache = KVCache(num_layers=3, capacity=12)
+    states = torch.arange(2 * 8.0).view(2, 1, 8, 1).expand(2, 2, 8, 4)
+    for layer in range(3):
+        cache.update(states + 100 * layer, -states, layer)
+    cache.keep_rows([3, 5], 5, [[0, 2], [0, 1, 2]])  # row 0 packs after its 3 valid keys; row 1 stays
+    shared = cache.storage.untyped_storage().data_ptr()
+    for number, layer in enumerate(cache.layers):
+        assert layer._keys.untyped_storage().data_ptr() == shared
+        assert layer.keys[0, 0, :, 0].tolist() == [100 * number + v for v in [0, 1, 2, 5, 7, 5, 6, 7]]
+        assert layer.keys[1, 0, :, 0].tolist() == [100 * number + v for v in range(8, 16)]
+    cache.select_rows(torch.tensor([1]))
+    assert all(layer._values.untyped_storage().data_ptr() == cache.storage.untyped_storage().data_ptr()
+               for layer in cache.layers)
+    assert cache.layers[2].values[0, 1, :, 3].tolist() == [-v for v in range(8, 16)]
+
+
 def test_compacted_cache_gives_fresh_prefill_logits():
     for family in ("llama", "qwen3"):
         target = make_target(family, vocab_size=32, logit_scale=4.0)
