@@ -11,9 +11,10 @@ averaged (DDP, or FSDP as `accelerate config` sets it); the result is that of on
 process with the whole batch, and only the first process writes files. The head is unrolled
 `--ttt-steps` times: step 0 reads the target features, step i > 0 reads its own previous
 output with the tokens shifted by i, attending like a depth-i tree node does at inference.
-Each step's loss is the soft cross-entropy against the target's distribution restricted
-to the draft vocabulary, on positions whose token is to be learned and whose target
-argmax is in the draft vocabulary; the total weighs step i by decay^i.
+Each step's loss is, on positions whose token is to be learned and whose target argmax is
+in the draft vocabulary, the soft cross-entropy against the target's distribution restricted
+to the draft vocabulary (`--loss kl`), or one of the LK losses, which optimise the acceptance
+rate itself (`lk-alpha`, `lk-lambda`; below); the total weighs step i by decay^i.
 """
 
 from __future__ import annotations
@@ -73,12 +74,47 @@ def shift(x: torch.Tensor, by: int, fill=0) -> torch.Tensor:
     return torch.cat([x[:, by:], pad], dim=1)
 
 
+class ForwardKL:
+    """EAGLE-3's objective: the soft cross-entropy against the target's draft-vocabulary
+    distribution (forward KL up to the target's entropy)."""
+
+    def __call__(self, cross_entropy: torch.Tensor, acceptance: torch.Tensor) -> torch.Tensor:
+        return cross_entropy
+
+
+class LKAlpha:
+    """-log(acceptance): the acceptance rate's own likelihood (Samarin et al., "LK Losses",
+    arXiv 2602.23881). Its gradient is TV distance's scaled by 1 / acceptance, large where
+    the head and the target overlap little, so it trains from a cold start."""
+
+    def __call__(self, cross_entropy: torch.Tensor, acceptance: torch.Tensor) -> torch.Tensor:
+        return -torch.log(acceptance.clamp_min(1e-8))
+
+
+@dataclass
+class LKLambda:
+    """The LK paper's hybrid: w * cross-entropy + (1 - w) * (1 - acceptance), with
+    w = scale * exp(-decay * acceptance), so distillation leads while the head is poor and
+    acceptance once it is good."""
+
+    scale: float = 1.0
+    decay: float = 3.0
+
+    def __call__(self, cross_entropy: torch.Tensor, acceptance: torch.Tensor) -> torch.Tensor:
+        weight = self.scale * torch.exp(-self.decay * acceptance)
+        return weight * cross_entropy + (1 - weight) * (1 - acceptance)
+
+
+OBJECTIVES = {"kl": ForwardKL, "lk-alpha": LKAlpha, "lk-lambda": LKLambda}
+
+
 class TTTLoss(torch.nn.Module):
     """The head under the training-time test, as one module so that DDP or FSDP can wrap it."""
 
-    def __init__(self, head: Eagle3Head, steps: int = 7, decay: float = 0.8):
+    def __init__(self, head: Eagle3Head, steps: int = 7, decay: float = 0.8, objective=None):
         super().__init__()
         self.head, self.steps, self.decay = head, steps, decay
+        self.objective = objective or ForwardKL()
 
     def forward(self, features, teacher: "Teacher", input_ids, loss_mask, normalizer=None):
         """The loss of one batch, and per unrolled step its loss, accuracy and acceptance [steps].
@@ -86,10 +122,10 @@ class TTTLoss(torch.nn.Module):
         features [B, T, 3H] of the target on input_ids [B, T], `teacher` its distribution at
         each position; loss_mask [B, T] marks tokens to learn (0 on padding). Anchor t at step
         i reads token x[t + 1 + i] and predicts x[t + 2 + i], whose target distribution is the
-        teacher's at t + 1 + i. The loss is the soft cross-entropy against the teacher's draft-
-        vocabulary distribution; accuracy is top-1 agreement; acceptance is sum_v min(p, q),
-        the chance that the target accepts a token drafted from the head's q (p: the target's
-        whole-vocabulary probabilities). `normalizer` turns this process's count of learned
+        teacher's at t + 1 + i. The loss is the objective's, from the soft cross-entropy against
+        the teacher's draft-vocabulary distribution and the acceptance, sum_v min(p, q) averaged
+        over positions: the chance that the target accepts a token drafted from the head's q
+        (p: the target's whole-vocabulary probabilities); accuracy is top-1 agreement. `normalizer` turns this process's count of learned
         positions into the divisor: with several processes, the global count over their
         number, so that the mean of their losses (what data-parallel training optimises) is
         the loss of the whole batch.
@@ -106,13 +142,14 @@ class TTTLoss(torch.nn.Module):
             count = (normalizer(count) if normalizer else count).clamp_min(1)
             logp = torch.log_softmax(head.logits(hidden[rows, anchors]).float(), dim=-1)  # [M, draft]
             wanted = teacher.probs[rows, anchors + 1 + i]  # [M, draft]
-            loss = -(wanted * logp).sum() / count
+            p = wanted * teacher.mass[rows, anchors + 1 + i, None]
+            acceptance = torch.minimum(p, logp.exp()).sum() / count
+            loss = self.objective(-(wanted * logp).sum() / count, acceptance)
             total = total + self.decay**i * loss
             losses.append(loss.detach())
+            acceptances.append(acceptance.detach())
             with torch.no_grad():
                 accuracies.append((logp.argmax(-1) == teacher.greedy[rows, anchors + 1 + i]).sum() / count)
-                p = wanted * teacher.mass[rows, anchors + 1 + i, None]
-                acceptances.append(torch.minimum(p, logp.exp()).sum() / count)
         return total, torch.stack(losses), torch.stack(accuracies), torch.stack(acceptances)
 
 
@@ -185,6 +222,10 @@ def parse_args(argv=None):
     parser.add_argument("--grad-clip", type=float, default=0.5)
     parser.add_argument("--ttt-steps", type=int, default=7)
     parser.add_argument("--decay", type=float, default=0.8)
+    parser.add_argument("--loss", default="kl", choices=sorted(OBJECTIVES),
+                        help="kl: soft cross-entropy (EAGLE-3's); lk-alpha: -log acceptance; lk-lambda: their blend")
+    parser.add_argument("--kl-scale", type=float, default=LKLambda.scale, help="lk-lambda: w = scale * exp(-decay * acceptance)")
+    parser.add_argument("--kl-decay", type=float, default=LKLambda.decay, help="lk-lambda: see --kl-scale")
     parser.add_argument("--save-every", type=int, default=200)
     parser.add_argument("--device", default="auto", choices=["auto", "cpu"],
                         help="auto: the accelerator's device (a GPU per process under accelerate launch)")
@@ -247,7 +288,8 @@ def main(argv=None) -> int:
         generator.set_state(state["data_rng"])
         if main_process:
             print(f"resumed at step {step}")
-    model, optimizer = accelerator.prepare(TTTLoss(head, args.ttt_steps, args.decay), optimizer)
+    objective = LKLambda(args.kl_scale, args.kl_decay) if args.loss == "lk-lambda" else OBJECTIVES[args.loss]()
+    model, optimizer = accelerator.prepare(TTTLoss(head, args.ttt_steps, args.decay, objective), optimizer)
     # Each process learns from its share of the batch; dividing by the global count of learned
     # positions (over the number of processes, which gradient averaging divides by again)
     # makes the update that of the whole batch in one process.

@@ -1,6 +1,7 @@
 """The head trainer: training-time-test attention, draft vocabulary, data, a short real run."""
 
 import json
+import math
 
 import pytest
 import torch
@@ -101,6 +102,9 @@ def test_trainer_smoke(tmp_path, tokenizer, capsys):
     first, last = sum(float(r["loss"]) for r in rows[:3]) / 3, sum(float(r["loss"]) for r in rows[-3:]) / 3
     assert last < first - 0.05, (first, last)
 
+    lk = [a if a != str(tmp_path / "work") else str(tmp_path / "work-lk") for a in args]
+    assert train_main(lk + ["--max-steps", "3", "--loss", "lk-alpha"]) == 0  # an LK loss trains too
+
     assert train_main(args + ["--max-steps", "24"]) == 0  # resumes from its own state
     assert len((tmp_path / "work" / "log.csv").read_text().splitlines()) == 25
 
@@ -126,6 +130,31 @@ def test_trainer_smoke(tmp_path, tokenizer, capsys):
     other = [a if a != "120" else "100" for a in more] + ["--max-steps", "1"]
     assert train_main(other) == 2
     assert "--draft-vocab-size 100 differs from the 120 of the head in --init" in capsys.readouterr().err
+
+
+def test_lk_losses_raise_the_acceptance_they_optimise():
+    """LK-alpha is -log(acceptance), LK-lambda its blend with the cross-entropy; under each
+    objective, gradient steps on a draft's logits raise sum_v min(p, q)."""
+    from eagle3.train import ForwardKL, LKAlpha, LKLambda
+
+    torch.manual_seed(0)
+    p = torch.softmax(torch.randn(16, 10) * 2, -1)  # the target, at 16 positions
+    for objective in (ForwardKL(), LKAlpha(), LKLambda()):
+        logits = torch.zeros(16, 10, requires_grad=True)
+        optimizer = torch.optim.SGD([logits], lr=2.0)
+        acceptance = lambda: torch.minimum(p, logits.detach().softmax(-1)).sum() / 16  # noqa: E731
+        before = float(acceptance())
+        for _ in range(50):
+            logp = logits.log_softmax(-1)
+            loss = objective(-(p * logp).sum() / 16, torch.minimum(p, logp.exp()).sum() / 16)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+        assert float(acceptance()) > before + 0.2, objective
+    accept = torch.tensor(0.25)
+    assert torch.equal(LKAlpha()(torch.tensor(3.0), accept), -torch.log(accept))
+    weight = math.exp(-3.0 * 0.25)
+    assert abs(float(LKLambda(1.0, 3.0)(torch.tensor(2.0), accept)) - (weight * 2.0 + (1 - weight) * 0.75)) < 1e-6
 
 
 def test_length_bucketed_batches_cover_each_example_once():
