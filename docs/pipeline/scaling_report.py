@@ -1,0 +1,80 @@
+"""The scaling curve's table and Plotly figure, from the reports docs/pipeline/scaling.sh wrote.
+
+    python docs/pipeline/scaling_report.py [--runs runs/scaling] [--html docs/figures/scaling.html]
+
+Prints a Markdown table (one row per point and prompt set: tau and speedup of EAGLE-3 and
+the hybrid, acceptance by draft position) and writes an HTML figure of tau against the
+number of training conversations (plotly.js from its CDN, to keep the file small). Points not measured yet are left out.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+
+import plotly.graph_objects as go
+
+# Each point's training conversations: the first set's 4,370, then 1,024 a part (scaling.sh).
+POINTS = {"4k": 4370, "10k": 4370 + 6 * 1024, "20k": 4370 + 16 * 1024, "40k": 4370 + 37784}
+SETS = {"chat": "chat set (20 prompts)", "mtbench": "MT-bench (32 questions)"}
+
+
+def read_rows(runs: str) -> list[dict]:
+    rows = []
+    for point, conversations in POINTS.items():
+        for name in SETS:
+            path = os.path.join(runs, point, f"{name}.json")
+            if not os.path.exists(path):
+                continue
+            with open(path, encoding="utf-8") as f:
+                summary = json.load(f)["summary"]
+            hybrid = summary["drafters"]["hybrid"]
+            rows.append({"point": point, "conversations": conversations, "set": name, "eagle3_tau": summary["tau"],
+                         "hybrid_tau": hybrid["tau"], "eagle3_speedup": summary["speedup"],
+                         "hybrid_speedup": hybrid["speedup"], "acceptance": summary["acceptance_by_position"]})
+    return rows
+
+
+def markdown(rows: list[dict]) -> str:
+    lines = ["| conversations | prompts | EAGLE-3 tau | hybrid tau | EAGLE-3 speedup | hybrid speedup | acceptance by position |",
+             "| --- | --- | --- | --- | --- | --- | --- |"]
+    for r in rows:
+        lines.append(f"| {r['conversations']:,} | {SETS[r['set']]} | {r['eagle3_tau']:.2f} | {r['hybrid_tau']:.2f} | "
+                     f"{r['eagle3_speedup']:.2f}x | {r['hybrid_speedup']:.2f}x | "
+                     + " / ".join(f"{a:.2f}" for a in r["acceptance"]) + " |")
+    return "\n".join(lines)
+
+
+def figure(rows: list[dict]) -> go.Figure:
+    fig = go.Figure()
+    for name, label in SETS.items():
+        chosen = [r for r in rows if r["set"] == name]
+        for drafter, dash in (("eagle3", "solid"), ("hybrid", "dot")):
+            fig.add_trace(go.Scatter(x=[r["conversations"] for r in chosen], y=[r[f"{drafter}_tau"] for r in chosen],
+                                     mode="lines+markers", line={"dash": dash},
+                                     name=f"{'EAGLE-3' if drafter == 'eagle3' else 'hybrid'}, {label}"))
+    fig.update_layout(title="SmolLM2-135M-Instruct's EAGLE-3 head: tau against training conversations",
+                      xaxis={"title": "training conversations", "type": "log"},
+                      yaxis={"title": "tau (tokens per round)"}, template="plotly_white")
+    return fig
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--runs", default="runs/scaling")
+    parser.add_argument("--html", default="docs/figures/scaling.html")
+    args = parser.parse_args(argv)
+    rows = read_rows(args.runs)
+    if not rows:
+        print(f"error: no reports under {args.runs} yet (docs/pipeline/scaling.sh writes them)")
+        return 2
+    print(markdown(rows))
+    os.makedirs(os.path.dirname(os.path.abspath(args.html)), exist_ok=True)
+    figure(rows).write_html(args.html, include_plotlyjs="cdn")
+    print(f"wrote {args.html}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
