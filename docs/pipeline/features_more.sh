@@ -11,7 +11,9 @@ cd "$(dirname "$0")/../.."
 mkdir -p runs/features
 echo $$ > runs/features/features.pid
 export PYTHONPATH=.
-DTYPE=${DTYPE:-float32}  # the target's arithmetic while extracting
+# The target's arithmetic while extracting: bfloat16, 2.3x faster than float32 here, and what
+# inference runs on AMX (docs/training_pipeline.md, "Features in bfloat16").
+DTYPE=${DTYPE:-bfloat16}
 for part in assets/data/replies_first/part-*.jsonl.gz assets/data/replies_more/part-*.jsonl.gz; do
   out="runs/features/$(basename "$(dirname "$part")")/$(basename "$part" .jsonl.gz)"
   python3 -m eagle3.features --target checkpoints/smollm2 --data "$part" --out "$out" --dtype "$DTYPE" \
