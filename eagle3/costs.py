@@ -9,8 +9,10 @@ CPUs with AMX). After a prefill
 of --context tokens it times, as medians of --repeats: one plain decoding step, one draft
 level (top_k nodes through the head, from the difference between drafting 1 and `depth`
 levels), and one verification of 16 / 32 / 64 tokens. Plain decoding is memory bound: its
-ceiling is the memory bandwidth over the bytes of the target's weights, given for the
-known GPUs (or --bandwidth-gb-s).
+ceiling is the memory bandwidth over the bytes of the target's weights. The bandwidth is
+the device's peak for the known GPUs (or --bandwidth-gb-s), else the read bandwidth torch
+measures here (a sum over a tensor far larger than the caches, the best of five); the
+report gives plain decoding's share of that ceiling.
 """
 
 from __future__ import annotations
@@ -115,6 +117,20 @@ def measure(target: Target, head: Eagle3Head, context: int, repeats: int, top_k:
     return result
 
 
+def read_bandwidth_gb_s(device: torch.device, mib: int = 512, repeats: int = 5) -> float:
+    """The memory read bandwidth torch reaches on this device: the best of `repeats` sums over
+    a float32 tensor of `mib` MiB (bytes read / seconds, GB/s). Float32, because a bfloat16
+    sum is held back by its conversions on some CPUs rather than by memory."""
+    data = torch.ones(mib * 2**20 // 4, dtype=torch.float32, device=device)
+    data.sum()  # warm-up: the pages are touched, the kernel chosen
+    best = float("inf")
+    for _ in range(repeats):
+        start = clock(device)
+        data.sum()
+        best = min(best, clock(device) - start)
+    return data.numel() * data.element_size() / best / 1e9
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m eagle3.costs", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -124,7 +140,9 @@ def main(argv=None) -> int:
     parser.add_argument("--attention", default="auto", help="the target's attention (see eagle3.options)")
     parser.add_argument("--context", type=int, default=512, help="tokens in the cache before each timed step")
     parser.add_argument("--repeats", type=int, default=20)
-    parser.add_argument("--bandwidth-gb-s", type=float, default=None, help="memory bandwidth (default: known GPUs)")
+    parser.add_argument("--bandwidth-gb-s", type=float, default=None,
+                        help="memory bandwidth (default: the peak of known GPUs, else measured here)")
+    parser.add_argument("--bandwidth-mib", type=int, default=512, help="size of the tensor the bandwidth is read from")
     parser.add_argument("--json", default=None)
     args = parser.parse_args(argv)
     try:
@@ -138,10 +156,13 @@ def main(argv=None) -> int:
     report = {"shape": args.shape, "device": name, "dtype": str(dtype).removeprefix("torch."),
               "attention": target.config._attn_implementation, "context": args.context,
               **measure(target, head, args.context, args.repeats)}
-    bandwidth = args.bandwidth_gb_s or next((v for k, v in BANDWIDTH_GB_S.items() if k in name), None)
-    if bandwidth:
-        report["bandwidth_gb_s"] = bandwidth
-        report["bandwidth_bound_tokens_per_s"] = round(bandwidth / report["target_weight_gb"], 1)
+    report["measured_read_gb_s"] = round(read_bandwidth_gb_s(device, args.bandwidth_mib), 1)
+    bandwidth = (args.bandwidth_gb_s or next((v for k, v in BANDWIDTH_GB_S.items() if k in name), None)
+                 or report["measured_read_gb_s"])
+    report["bandwidth_gb_s"] = bandwidth
+    report["bandwidth_bound_tokens_per_s"] = round(bandwidth / report["target_weight_gb"], 1)
+    # Plain decoding's share of the ceiling: one step reads every weight once.
+    report["plain_share_of_bound"] = round(report["plain_tokens_per_s"] / report["bandwidth_bound_tokens_per_s"], 3)
     print(json.dumps(report, indent=1))
     if args.json:
         os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)

@@ -129,12 +129,15 @@ def test_the_cost_model_is_materialised_in_its_dtype(monkeypatch):
 def test_step_costs_on_a_tiny_shape(tmp_path):
     from eagle3.costs import main as costs_main
 
-    assert costs_main(["--shape", "tiny", "--device", "cpu", "--context", "32", "--repeats", "3",
+    assert costs_main(["--shape", "tiny", "--device", "cpu", "--context", "32", "--repeats", "3", "--bandwidth-mib", "64",
                        "--json", str(tmp_path / "costs.json")]) == 0
     report = json.load(open(tmp_path / "costs.json"))
     for key in ("plain_step_ms", "draft_first_level_ms", "verify_16_ms", "verify_32_ms", "verify_64_ms"):
         assert report[key] > 0, key
     assert report["target_weight_gb"] > 0 and report["plain_tokens_per_s"] > 0
+    # On a CPU the ceiling comes from the bandwidth measured here, and plain decoding's share of it
+    assert report["bandwidth_gb_s"] == report["measured_read_gb_s"] > 0
+    assert report["plain_share_of_bound"] == round(report["plain_tokens_per_s"] / report["bandwidth_bound_tokens_per_s"], 3)
 
 
 def test_the_default_pair_is_lossless_and_matches_transformers(default_pair):
