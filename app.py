@@ -35,6 +35,7 @@ import transformers
 
 from eagle3 import GenerationConfig, SamplingConfig, TreeConfig, load_head, load_target
 from eagle3.adaptive import AdaptiveDepth
+from eagle3.budget import NodeBudget, node_budget as budget_for
 from eagle3.batch import AUTO_MAX_SPECULATIVE_BATCH
 from eagle3.decoding import decode
 from eagle3.drafters import SPECULATIVE_DRAFTERS, drafter_named
@@ -90,6 +91,7 @@ class ChatRequest:
     history: list = field(default_factory=list)  # (user message, EAGLE-3 reply) pairs
     adaptive: bool = False
     drafter: str = "eagle3"  # eagle3, lookup or hybrid (eagle3.lookup)
+    node_budget: bool = True  # cut each round's tree to what the measured costs pay for (eagle3.budget)
 
 
 class Update:
@@ -483,6 +485,12 @@ def checked(request: ChatRequest, batch: bool = False) -> Decoding | None:
         return None
 
 
+def node_budget(request: ChatRequest, target) -> NodeBudget | None:
+    """The request's node budget, one per decode: measured costs (measured on the first run, on
+    the device that decodes), or None for the sliders' fixed tree."""
+    return budget_for("measured" if request.node_budget else "fixed", target)
+
+
 class ChatShow(Show):
     """A chat message: EAGLE-3, then plain decoding, on the same conversation; both panes,
     the charts, the draft tree and the replay."""
@@ -494,12 +502,14 @@ class ChatShow(Show):
         self.spec_chat = list(request.spec_chat or []) + turn
         self.plain_chat = list(request.plain_chat or []) + [dict(message) for message in turn]
         self.last_tree = 0.0
+        self.budget: NodeBudget | None = None
         self.first = True  # the first update empties the prompt box; later ones leave what is typed during the run
 
     def decoders(self):
         run, prompt = self.run, self.run.prompts[0]
         policy = AdaptiveDepth(1, max(run.tree.depth, 10)) if self.request.adaptive else None
-        drafter = drafter_named(self.request.drafter, run.head, run.tree, policy=policy)
+        self.budget = node_budget(self.request, run.target)
+        drafter = drafter_named(self.request.drafter, run.head, run.tree, policy=policy, budget=self.budget)
         return [(lambda: decode(run.target, prompt, drafter, run.config), lambda event: self.spec.add(event, True)),
                 (lambda: decode(run.target, prompt, None, run.config), lambda event: self.plain.add(event, False))]
 
@@ -532,7 +542,8 @@ class ChatShow(Show):
         if final:
             page.replay = replay_data(spec, plain)
         self.first = False
-        page.charts = chart_data(spec, plain, self.run.tree.depth, 1000 * (time.perf_counter() - started))
+        page.charts = chart_data(spec, plain, self.run.tree.depth, 1000 * (time.perf_counter() - started),
+                                 self.budget.costs if self.budget else None)
         return page
 
 
@@ -547,7 +558,7 @@ class BatchShow(Show):
 
     def decoders(self):
         run = self.run
-        drafter = drafter_named(self.request.drafter, run.head, run.tree)
+        drafter = drafter_named(self.request.drafter, run.head, run.tree, budget=node_budget(self.request, run.target))
         return [(lambda: decode(run.target, run.prompts, drafter, run.config),
                  lambda event: self.spec[event.row].add(event, True)),
                 (lambda: decode(run.target, run.prompts, None, run.config),
@@ -699,6 +710,8 @@ def settings_panel(first: Preset) -> dict:
             show_rejected = gr.Checkbox(True, label="Show rejected drafts", elem_id="show-rejected")
             adaptive = gr.Checkbox(False, label="Adaptive depth (the slider sets the starting budget)",
                                    elem_id="adaptive")
+            budget = gr.Checkbox(True, label="Size each tree by measured costs (total draft tokens: the most)",
+                                 elem_id="node-budget")
         with gr.Row():
             depth = gr.Slider(1, 12, value=first.tree.depth, step=1, label="Draft depth k")
             top_k = gr.Slider(1, 16, value=first.tree.top_k, step=1, label="Tree top_k (branching)")
@@ -712,7 +725,7 @@ def settings_panel(first: Preset) -> dict:
                                 elem_id="max-new")
         preset_note = gr.Markdown(first.note)
     return dict(preset=preset, drafter=drafter, greedy=greedy, creative=creative, show_rejected=show_rejected,
-                adaptive=adaptive, depth=depth, top_k=top_k, total_tokens=total, temperature=temperature, top_p=top_p,
+                adaptive=adaptive, node_budget=budget, depth=depth, top_k=top_k, total_tokens=total, temperature=temperature, top_p=top_p,
                 max_new_tokens=max_new, preset_note=preset_note)
 
 

@@ -1,7 +1,7 @@
-// The app's live charts (js_on_load of one gr.HTML): five Plotly charts, redrawn in place
+// The app's live charts (js_on_load of one gr.HTML): six Plotly charts, redrawn in place
 // with Plotly.react whenever the server sends new values (props.value: JSON from
 // app.chart_data). The nodes stay; only the data change. Colours follow the page's theme.
-const names = ["tau", "speed", "speedup", "accept", "source"];
+const names = ["tau", "speed", "speedup", "accept", "source", "budget"];
 const nodes = Object.fromEntries(names.map((n) => [n, element.querySelector("#chart-" + n)]));
 const status = element.querySelector(".chart-status");
 const config = { displayModeBar: false, responsive: true };
@@ -65,6 +65,16 @@ function draw() {
     orientation: "h", marker: { color: [green, violet, blue] }, hovertemplate: "%{y}: %{x} accepted drafts<extra></extra>",
   }], layout("Accepted drafts by drafter", "accepted drafts", "", { showlegend: false, hovermode: "closest", height: 150,
     yaxis: { rangemode: "normal", automargin: true } }), config);
+  const b = d.budget;  // the verification curve the node budget prices by, and the sizes it chose
+  Plotly.react(nodes.budget, [
+    { x: b.verified.map((v) => v[0]), y: b.verified.map((v) => v[1]), name: "rounds verifying n nodes", type: "bar",
+      marker: { color: blue }, yaxis: "y2", hovertemplate: "%{y} rounds verified %{x} nodes<extra></extra>" },
+    line(b.nodes, b.steps, "cost in one-token steps (measured)", amber, { mode: "lines+markers", marker: { size: 4 },
+      hovertemplate: "%{x} nodes: %{y:.2f} steps<extra></extra>" }),
+  ], layout("Node budget: verification cost and nodes verified", "tree nodes (root included)", "steps", {
+    hovermode: "closest", xaxis: { type: "log", dtick: Math.log10(2) },
+    yaxis2: { overlaying: "y", side: "right", rangemode: "tozero", showgrid: false, title: { text: "rounds", standoff: 4 } },
+  }), config);
   if (empty) {  // axes only: nothing has run yet
     status.textContent = "Charts draw here while the decoders run.";
     return;

@@ -9,7 +9,9 @@ rendered with the target's chat template). Per prompt, on one device and one aft
 other: plain decoding, EAGLE-3 speculative decoding, Hugging Face `model.generate` and
 `model.generate(prompt_lookup_num_tokens=...)`, each timed by wall clock around the whole
 call (with --repeats N, the median of N such turns). Speedup = total plain time / total
-EAGLE-3 time, overall and per category.
+EAGLE-3 time, overall and per category. Every speculative decoder's trees are cut each round
+to what this device's measured verification costs pay for (eagle3.budget; --node-budget
+fixed keeps --total-tokens), the curve measured once before the first prompt.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from eagle3.batch import batch_drafter
 from eagle3.checkpoint import ROOT, load_head
 from eagle3.compiled import compile_decoding
 from eagle3.decoding import GenerationConfig, decode, encode_prompt
+from eagle3.budget import measure_verify_costs, node_budget as budget_for
 from eagle3.drafters import SPECULATIVE_DRAFTERS, HeadDrafter, drafter_named
 from eagle3.exactness import divergence
 from eagle3.lookup import LookupConfig
@@ -99,24 +102,27 @@ def encode_records(target: Target, records: list[PromptRecord], chat: bool) -> l
 def run(target: Target, head, records: list[PromptRecord], tree: TreeConfig, config: GenerationConfig,
         chat: bool = False, lookup_tokens: int = 10, with_prompt_lookup: bool = True, warmup: int = 1,
         progress: bool = True, adaptive: tuple[int, int] | None = None, drafters: tuple[str, ...] = (),
-        repeats: int = 1) -> dict:
+        repeats: int = 1, node_budget: str = "fixed") -> dict:
     """Benchmark every prompt; returns the JSON report (see the README for its fields).
     adaptive: (min, max) depth bounds to let the adaptive policy choose each round's depth.
     drafters: other drafters ("lookup", "hybrid") timed on every prompt too, beside EAGLE-3's.
     repeats: each prompt is decoded this many times by every decoder in turn, and each
-    decoder's time on it is the median; outputs and statistics are the first time's."""
+    decoder's time on it is the median; outputs and statistics are the first time's.
+    node_budget: "measured" cuts every speculative decoder's trees by eagle3.budget (the
+    verification curve is measured before the first prompt), "fixed" keeps the tree's size."""
     lookup = LookupConfig(tokens=lookup_tokens)
     policy = (lambda: AdaptiveDepth(*adaptive)) if adaptive else (lambda: None)  # noqa: E731
     device = target.device
     encoded = encode_records(target, records, chat)
+    budget = lambda: budget_for(node_budget, target)  # noqa: E731 (one per decode: it learns as it goes)
 
     def decoders(prompt_ids: list[int], config: GenerationConfig) -> dict:
         """Each decoder as a call that returns its RunStats, in the order they are timed."""
-        calls = {"plain": lambda: collect(decode(target, prompt_ids, None, config)),
-                 "eagle3": lambda: collect(decode(target, prompt_ids, HeadDrafter(head, tree, policy()), config))}
-        for name in drafters:
-            calls[name] = lambda name=name: collect(decode(target, prompt_ids, drafter_named(name, head, tree, lookup),
-                                                           config))
+        calls = {"plain": lambda: collect(decode(target, prompt_ids, None, config))}
+        for name in ("eagle3", *drafters):
+            calls[name] = lambda name=name: collect(decode(
+                target, prompt_ids, drafter_named(name, head, tree, lookup, policy() if name == "eagle3" else None,
+                                                  budget()), config))
         calls["hf_generate"] = lambda: RunStats(output_ids=hf_generate(target, prompt_ids, config, None))
         if with_prompt_lookup:
             calls["hf_lookup"] = lambda: RunStats(output_ids=hf_generate(target, prompt_ids, config, lookup_tokens))
@@ -156,7 +162,16 @@ def run(target: Target, head, records: list[PromptRecord], tree: TreeConfig, con
             row["seconds_by_repeat"] = {name: [round(v, 4) for v in t] for name, t in times.items()}
         rows.append(row)
     return {"summary": summarise(totals, rows, tree, config, drafters), "categories": by_category(rows, drafters),
-            "prompts": rows, "settings": settings(target, head, tree, config, lookup_tokens) | {"repeats": repeats}}
+            "prompts": rows, "settings": settings(target, head, tree, config, lookup_tokens) | {"repeats": repeats}
+            | budget_settings(node_budget, target)}
+
+
+def budget_settings(node_budget: str, target: Target) -> dict:
+    """The node budget, and with a measured one the verification curve it priced trees by."""
+    if node_budget != "measured":
+        return {"node_budget": node_budget}
+    costs = measure_verify_costs(target)  # measured already, before the first prompt
+    return {"node_budget": node_budget, "verify_ms": {n: round(s * 1000, 3) for n, s in zip(costs.nodes, costs.seconds)}}
 
 
 def by_category(rows: list[dict], drafters: tuple[str, ...] = ()) -> dict[str, dict]:
@@ -255,6 +270,7 @@ def summarise(totals: dict[str, Tally], rows: list[dict], tree: TreeConfig, conf
                                "near_ties": sum(r["divergences"].get(name, {}).get("near_tie", False) for r in rows)}
                         for name in ("eagle3", *drafters)} if greedy else None,
         "acceptance_by_position": spec.acceptance(tree.depth),
+        "nodes_per_round": round(spec.nodes_per_round, 2),  # verified, root included
         "prompts": len(rows),
         "new_tokens": spec.new_tokens,
         "rounds": spec.rounds,
@@ -265,6 +281,7 @@ def summarise(totals: dict[str, Tally], rows: list[dict], tree: TreeConfig, conf
         "accepted_by_source": dict(spec.accepted_by_source),
         "drafters": {d: {"speedup": round(totals["plain"].seconds / totals[d].seconds, 4),
                          "tokens_per_s": round(totals[d].tokens_per_s, 2), "tau": round(totals[d].stats.tau, 4),
+                         "nodes_per_round": round(totals[d].stats.nodes_per_round, 2),
                          "exact_match": all(r["plain_ids"] == r[f"{d}_ids"] for r in rows) if greedy else None,
                          "accepted_by_source": dict(totals[d].stats.accepted_by_source)} for d in drafters},
     }
@@ -296,7 +313,7 @@ def print_table(report: dict) -> None:
     lookup = s["hf_prompt_lookup_tokens_per_s"]
     print(f"\nplain {s['plain_tokens_per_s']} tok/s (HF generate {s['hf_generate_tokens_per_s']}) | EAGLE-3 {s['eagle3_tokens_per_s']} tok/s | "
           f"prompt lookup {lookup if lookup is not None else '-'} tok/s | speedup {s['speedup']:.2f}x | "
-          f"tau {s['tau']:.2f} | exact match {s['exact_match']}")
+          f"tau {s['tau']:.2f} | nodes per round {s['nodes_per_round']} | exact match {s['exact_match']}")
     print("acceptance by position: " + " ".join(f"{a:.2f}" for a in s["acceptance_by_position"]))
     for name, d in (s["divergences"] or {}).items():
         if d["prompts"]:
@@ -306,6 +323,7 @@ def print_table(report: dict) -> None:
     print(f"time split: draft {split['draft_s']} s, verify {split['verify_s']} s, bookkeeping {split['bookkeeping_s']} s")
     for name, d in s.get("drafters", {}).items():
         print(f"drafter {name}: {d['tokens_per_s']} tok/s | speedup {d['speedup']:.2f}x | tau {d['tau']:.2f} | "
+              f"nodes per round {d['nodes_per_round']} | "
               f"exact match {d['exact_match']} | accepted drafts by source {d['accepted_by_source']}")
     if len(report["categories"]) > 1:
         drafters = list(s.get("drafters", {}))
@@ -418,7 +436,7 @@ def main(argv=None) -> int:
         bounds = (min(depths), max(depths)) if depths else (1, 10)
         report = {} if args.skip_main else run(target, head, records, tree, config, chat, args.prompt_lookup_tokens,
                                                not args.no_prompt_lookup, adaptive=bounds if args.adaptive else None,
-                                               drafters=drafters, repeats=args.repeats)
+                                               drafters=drafters, repeats=args.repeats, node_budget=args.node_budget)
         if depths or sizes:
             encoded = encode_records(target, records, chat)
         if depths:

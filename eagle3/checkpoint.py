@@ -19,6 +19,7 @@ from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
 from eagle3.head import Eagle3Config, Eagle3Head
+from eagle3.invariant import prepack_linears
 from eagle3.target import Target, default_aux_layers, draft_dtype, names_a_path, resolve_dtype
 
 def project_root() -> str:
@@ -185,6 +186,7 @@ def load_head(path: str, target: Target | None = None, dtype: str | torch.dtype 
     else:
         dtype = resolve_dtype(dtype, torch.device(device))
     head.to(device=device, dtype=dtype).eval()
+    prepack_linears(head)  # a bfloat16 head on a CPU multiplies on oneDNN-prepacked weights
     if target is not None:
         target.set_aux_layers(config.aux_layer_ids or default_aux_layers(target.num_layers))
     return head

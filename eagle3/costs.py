@@ -5,10 +5,10 @@
     python -m eagle3.costs --shape smollm2-135m --device cpu  # the app's default target
 
 Random weights (the timings do not depend on them), in --dtype (auto: bfloat16 on CUDA and
-CPUs with AMX). After a prefill
-of --context tokens it times, as medians of --repeats: one plain decoding step, one draft
-level (top_k nodes through the head, from the difference between drafting 1 and `depth`
-levels), and one verification of 16 / 32 / 64 tokens. Plain decoding is memory bound: its
+CPUs with AMX). After a prefill of --context tokens it times, as medians of --repeats: one
+plain decoding step, one draft level (top_k nodes through the head, from the difference
+between drafting 1 and `depth` levels), and the verification of 1 to 64 tokens, in
+milliseconds and in one-node rounds (the curve eagle3.budget prices trees by). Plain decoding is memory bound: its
 ceiling is the memory bandwidth over the bytes of the target's weights. The bandwidth is
 the device's peak for the known GPUs (or --bandwidth-gb-s), else the read bandwidth torch
 measures here (a sum over a tensor far larger than the caches, the best of five); the
@@ -20,17 +20,17 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import sys
 
 import torch
 from transformers import LlamaConfig, LlamaForCausalLM
 from transformers.models.llama.modeling_llama import LlamaRotaryEmbedding
 
+from eagle3.budget import MEASURED_NODES, verify_step
 from eagle3.head import Eagle3Config, Eagle3Head
 from eagle3.kv_cache import KVCache
 from eagle3.target import Target, resolve_device, resolve_dtype, set_arithmetic
-from eagle3.transfer import clock
+from eagle3.transfer import call_seconds, clock
 from eagle3.tree import TreeConfig, draft_tree
 
 SHAPES = {  # target config; the head is one decoder layer of the same width
@@ -70,13 +70,7 @@ def random_pair(shape: str, device: torch.device, dtype: torch.dtype,
 
 
 def median_ms(fn, device: torch.device, repeats: int) -> float:
-    fn()  # warm-up
-    times = []
-    for _ in range(repeats):
-        start = clock(device)
-        fn()
-        times.append(clock(device) - start)
-    return round(statistics.median(times) * 1000, 3)
+    return round(call_seconds(fn, device, repeats) * 1000, 3)
 
 
 @torch.inference_mode()
@@ -86,14 +80,6 @@ def measure(target: Target, head: Eagle3Head, context: int, repeats: int, top_k:
     ids = torch.randint(0, target.vocab_size, (1, max(context, 64)), device=device)
     out = target.forward(ids[:, :context], torch.arange(context, device=device)[None], cache, logits_to_keep=1,
                          capture=True)
-
-    def target_step(n: int):
-        def run():
-            positions = torch.arange(context, context + n, device=device)
-            ancestors = torch.ones(n, n, dtype=torch.bool, device=device).tril()  # a chain costs what any n-node tree does
-            target.forward(ids[:, :n], positions[None], cache, target.tree_mask(context, positions, ancestors), capture=True)
-            cache.truncate(context)
-        return run
 
     draft_cache = KVCache(1, context + repeats * 4 + top_k * depth + 16)
     draft_tree(head, draft_cache, out.features[0], ids[0, :context].tolist(), TreeConfig(1, top_k, top_k + 1), 1)  # the prompt
@@ -110,8 +96,10 @@ def measure(target: Target, head: Eagle3Head, context: int, repeats: int, top_k:
     one, deep = median_ms(draft(1), device, repeats), median_ms(draft(depth), device, repeats)
     result = {"plain_step_ms": plain, "draft_level_ms": round((deep - one) / (depth - 1), 3), "draft_first_level_ms": one,
               "draft_top_k": top_k}
-    for n in (16, 32, 64):
-        result[f"verify_{n}_ms"] = median_ms(target_step(n), device, repeats)
+    # The verification curve NodeBudget prices trees by (root included; 1 node: a plain round).
+    result["verify_ms"] = {n: median_ms(verify_step(target, cache, ids, context, n), device, repeats)
+                           for n in MEASURED_NODES}
+    result["verify_in_steps"] = {n: round(ms / result["verify_ms"][1], 3) for n, ms in result["verify_ms"].items()}
     weight_bytes = sum(p.numel() * p.element_size() for p in target.model.parameters())
     result.update(plain_tokens_per_s=round(1000 / plain, 1), target_weight_gb=round(weight_bytes / 1e9, 3))
     return result

@@ -10,10 +10,13 @@ A drafter serves one decode at a time (`start` resets it). `Drafter` itself draf
 each round verifies the root alone, which is plain decoding. `HeadDrafter` drafts with the
 EAGLE-3 head (optionally with a depth policy), `CopyDrafter` copies from the context, and
 `HybridDrafter` merges the two and decides when the head sits a round out.
+`BudgetedDrafter` wraps any of them and cuts its trees to the size the device's measured
+costs pay for (eagle3.budget).
 """
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -21,6 +24,7 @@ import torch
 
 from eagle3 import transfer
 from eagle3.adaptive import AdaptiveDepth
+from eagle3.budget import NodeBudget
 from eagle3.head import Eagle3Head
 from eagle3.kv_cache import KVCache
 from eagle3.lookup import COPIED, ContextIndex, CopyHitRate, LookupConfig, hybrid_tree
@@ -185,9 +189,41 @@ class HybridDrafter(Drafter):
         self.copy.keep(rows)
 
 
+class BudgetedDrafter(Drafter):
+    """Any drafter whose trees a NodeBudget (eagle3.budget) cuts each round to the node count
+    with the most expected tokens per second."""
+
+    def __init__(self, inner: Drafter, budget: NodeBudget):
+        self.inner, self.budget = inner, budget
+        self.captures_features, self.nodes = inner.captures_features, inner.nodes
+
+    def start(self, prompts: list[list[int]], capacity: int) -> None:
+        self.inner.start(prompts, capacity)
+
+    def propose(self, roots: list[int], remaining: list[int]) -> list[DraftTree]:
+        start = time.perf_counter()
+        trees = self.inner.propose(roots, remaining)  # its last act is the wait for the trees
+        return self.budget.cut(trees, time.perf_counter() - start)
+
+    def observe(self, settled: list[Settled], seconds: float) -> None:
+        self.budget.observe(settled)
+        self.inner.observe(settled, seconds)
+
+    def keep(self, rows: list[int]) -> None:
+        self.inner.keep(rows)
+
+
 def drafter_named(name: str, head: Eagle3Head | None = None, tree: TreeConfig | None = None,
-                  lookup: LookupConfig | None = None, policy: AdaptiveDepth | None = None) -> Drafter:
-    """The drafter a CLI or the app names: plain, eagle3, lookup or hybrid."""
+                  lookup: LookupConfig | None = None, policy: AdaptiveDepth | None = None,
+                  budget: NodeBudget | None = None) -> Drafter:
+    """The drafter a CLI or the app names: plain, eagle3, lookup or hybrid; with a budget, its
+    trees are cut by it each round."""
+    drafter = _named(name, head, tree, lookup, policy)
+    return BudgetedDrafter(drafter, budget) if budget is not None and name != "plain" else drafter
+
+
+def _named(name: str, head: Eagle3Head | None, tree: TreeConfig | None, lookup: LookupConfig | None,
+           policy: AdaptiveDepth | None) -> Drafter:
     if name not in DRAFTERS:
         raise ValueError(f"drafter: {name!r} is not one of {', '.join(DRAFTERS)}")
     if name in HEAD_DRAFTERS and head is None:

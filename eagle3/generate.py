@@ -20,6 +20,7 @@ import transformers
 
 from eagle3.acceptance import TokenState
 from eagle3.batch import batch_drafter
+from eagle3.budget import node_budget
 from eagle3.checkpoint import load_head
 from eagle3.compiled import compile_decoding
 from eagle3.decoding import decode
@@ -87,7 +88,7 @@ def render(token, color: bool, show_rejected: bool) -> str:
 def summary(stats: RunStats, plain: bool) -> str:
     parts = [f"new tokens {stats.new_tokens}"]
     if not plain:
-        parts += [f"rounds {stats.rounds}", f"tau {stats.tau:.2f}"]
+        parts += [f"rounds {stats.rounds}", f"tau {stats.tau:.2f}", f"nodes per round {stats.nodes_per_round:.1f}"]
     parts += [f"{stats.tokens_per_s:.1f} tokens/s", f"stop {stats.stop_reason}"]
     return " | ".join(parts)
 
@@ -109,7 +110,10 @@ def main(argv=None) -> int:
         head = load_head(pair.draft, target, args.draft_dtype) if uses_head else None
         if args.compile:
             compile_decoding(target, head)
-        drafter = drafter_named(name, head, pair.tree, LookupConfig(tokens=args.lookup_tokens))
+        # A measured budget cuts by timings, which differ between runs: sampled output then follows the target's
+        # distribution but a seed no longer reproduces it, so sampling keeps the fixed tree.
+        budget = node_budget(args.node_budget, target) if name != "plain" and config.sampling.greedy else None
+        drafter = drafter_named(name, head, pair.tree, LookupConfig(tokens=args.lookup_tokens), budget=budget)
         drafter = batch_drafter(drafter, len(prompts), target.device)
         stats = [RunStats() for _ in prompts]
         replies = [[] for _ in prompts]

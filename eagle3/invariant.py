@@ -63,15 +63,15 @@ AttentionInterface.register(NAME, invariant_attention)
 AttentionMaskInterface.register(NAME, eager_mask)
 
 
-class RowInvariantLinear(torch.nn.Linear):
-    """nn.Linear that multiplies at most GEMM_ROWS rows per product, so each row gets the
-    bits it would get alone, on weights prepacked for oneDNN where they are bfloat16 on a
-    CPU. `make_row_invariant` turns a model's linear layers into it."""
+class PrepackedLinear(torch.nn.Linear):
+    """nn.Linear on its weight prepacked for oneDNN where it is bfloat16 on a CPU and no
+    gradient is wanted; elsewhere the stock product. Same weights, same state dict."""
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        rows = x.reshape(-1, x.shape[-1])  # [M, in]
-        product = self.prepacked_product() or (lambda chunk: F.linear(chunk, self.weight, self.bias))
-        out = torch.cat([product(chunk) for chunk in rows.split(GEMM_ROWS)]) if len(rows) > GEMM_ROWS else product(rows)
+        product = self.prepacked_product()
+        if product is None:
+            return F.linear(x, self.weight, self.bias)
+        out = product(x.reshape(-1, x.shape[-1]))
         return out.view(*x.shape[:-1], out.shape[-1])
 
     def prepacked_product(self):
@@ -89,12 +89,28 @@ class RowInvariantLinear(torch.nn.Linear):
         return lambda rows: torch.ops.mkldnn._linear_pointwise(rows, packed, bias, "none", [], "")
 
 
-def make_row_invariant(model: torch.nn.Module) -> None:
-    """Give every nn.Linear of the model the row-invariant forward, in place (same weights,
-    same state dict: only the class changes)."""
+class RowInvariantLinear(PrepackedLinear):
+    """A PrepackedLinear that multiplies at most GEMM_ROWS rows per product, so each row gets
+    the bits it would get alone. `make_row_invariant` turns a model's linear layers into it."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        rows = x.reshape(-1, x.shape[-1])  # [M, in]
+        product = self.prepacked_product() or (lambda chunk: F.linear(chunk, self.weight, self.bias))
+        out = torch.cat([product(chunk) for chunk in rows.split(GEMM_ROWS)]) if len(rows) > GEMM_ROWS else product(rows)
+        return out.view(*x.shape[:-1], out.shape[-1])
+
+
+def prepack_linears(model: torch.nn.Module, kind: type[PrepackedLinear] = PrepackedLinear) -> None:
+    """Give every nn.Linear of the model the forward of `kind`, in place (only the class
+    changes). The EAGLE-3 head takes PrepackedLinear: its drafts need speed, not invariance."""
     for module in model.modules():
         if type(module) is torch.nn.Linear:
-            module.__class__ = RowInvariantLinear
+            module.__class__ = kind
+
+
+def make_row_invariant(model: torch.nn.Module) -> None:
+    """The target's linear layers as RowInvariantLinear."""
+    prepack_linears(model, RowInvariantLinear)
 
 
 def cache_dtype(model) -> torch.dtype | None:

@@ -104,11 +104,4 @@ def hybrid_tree(tree: DraftTree, chain: list[int], hit_rate: float, budget: int)
             sources.append("copy")
             child = len(tokens) - 1
         node = child
-    # The non-root nodes as candidates under the root (candidate i is node i + 1). Scores never
-    # rise along a path and a child comes after its parent, so the stable best-first order
-    # keeps every kept node's parent, as in Candidates.best_trees.
-    best = sorted(range(len(tokens) - 1), key=lambda i: -scores[i + 1])[:budget]
-    kept = sorted(best)
-    return DraftTree.from_candidates(tokens[0], kept, [tokens[i + 1] for i in kept],
-                                     [parents[i + 1] - 1 for i in kept], [scores[i + 1] for i in kept],
-                                     [sources[i + 1] for i in kept])
+    return DraftTree.from_parents(tokens, parents, scores, sources).best(budget)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 
 from eagle3.acceptance import SamplingConfig
+from eagle3.budget import NODE_BUDGETS
 from eagle3.decoding import GenerationConfig
 from eagle3.drafters import DRAFTERS
 from eagle3.lookup import LookupConfig
@@ -53,12 +54,16 @@ def add_drafter_options(parser: argparse.ArgumentParser) -> None:
 
 
 def add_tree_options(parser: argparse.ArgumentParser) -> None:
-    """--depth --top-k --total-tokens (TreeConfig); unset ones come from the pair's preset."""
+    """--depth --top-k --total-tokens (TreeConfig; unset ones come from the pair's preset), --node-budget."""
     parser.add_argument("--depth", type=int, default=None,
                         help="draft levels, the most drafts one round accepts (default: the preset's tree, else "
                              "TreeConfig's)")
     parser.add_argument("--top-k", type=int, default=None, help="children per expanded node, and the frontier's width")
-    parser.add_argument("--total-tokens", type=int, default=None, help="tree nodes verified per round, root included")
+    parser.add_argument("--total-tokens", type=int, default=None,
+                        help="tree nodes verified per round, root included (with --node-budget measured: the most)")
+    parser.add_argument("--node-budget", choices=NODE_BUDGETS, default="measured",
+                        help="measured: each round verifies as many of its best nodes as pay for themselves on this "
+                             "device's measured verification costs (eagle3.budget); fixed: always --total-tokens")
 
 
 def add_generation_options(parser: argparse.ArgumentParser, seed: int | None = None) -> None:

@@ -39,6 +39,7 @@ class RunStats:
     pieces: list[str] = field(default_factory=list)  # the output text, one piece per event
     accepted_per_round: list[int] = field(default_factory=list)  # accepted drafts of each verification round
     depths: list[int] = field(default_factory=list)  # draft depth of each verification round
+    nodes: list[int] = field(default_factory=list)  # tree nodes each verification round verified, root included
     times: list[tuple[int, float]] = field(default_factory=list)  # (new tokens, compute seconds) after each event
     draft_s: float = 0.0
     verify_s: float = 0.0
@@ -54,6 +55,7 @@ class RunStats:
         if event.index > 0:  # a verification round (index 0 is the prefill)
             self.accepted_per_round.append(event.accepted_drafts)
             self.depths.append(event.depth)
+            self.nodes.append(len(event.tree) if event.tree is not None else 1)
         self.draft_s += event.draft_s
         self.verify_s += event.verify_s
         self.bookkeeping_s += event.bookkeeping_s
@@ -68,6 +70,7 @@ class RunStats:
         self.pieces += other.pieces
         self.accepted_per_round += other.accepted_per_round
         self.depths += other.depths
+        self.nodes += other.nodes
         self.draft_s += other.draft_s
         self.verify_s += other.verify_s
         self.bookkeeping_s += other.bookkeeping_s
@@ -89,6 +92,11 @@ class RunStats:
     @property
     def tau(self) -> float:
         return tokens_per_round(sum(self.accepted_per_round), self.rounds)
+
+    @property
+    def nodes_per_round(self) -> float:
+        """Mean tree nodes a verification round verified, root included."""
+        return sum(self.nodes) / len(self.nodes) if self.nodes else 0.0
 
     @property
     def tokens_per_s(self) -> float:

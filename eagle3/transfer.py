@@ -9,6 +9,7 @@ allocator keeps the buffer until the copy is done). On the CPU both are plain co
 
 from __future__ import annotations
 
+import statistics
 import time
 
 import torch
@@ -37,3 +38,15 @@ def clock(device: torch.device) -> float:
     if device.type == "cuda":
         torch.cuda.synchronize(device)
     return time.perf_counter()
+
+
+def call_seconds(fn, device: torch.device, repeats: int, statistic=statistics.median) -> float:
+    """The `statistic` (default: the median) of the wall times of `repeats` calls of fn after
+    one warm-up call, each timed by `clock`."""
+    fn()
+    times = []
+    for _ in range(repeats):
+        start = clock(device)
+        fn()
+        times.append(clock(device) - start)
+    return statistic(times)

@@ -89,6 +89,18 @@ class DraftTree:
     def source(self, node: int) -> str:
         return self.sources[node] if self.sources else "head"
 
+    def best(self, n: int, values: list[float] | None = None) -> "DraftTree":
+        """The tree of its n best non-root nodes, by `values` (per node; default: the scores).
+        Values never rise along a path and a child comes after its parent, so the stable
+        best-first order keeps every kept node's parent, as in Candidates.best_trees."""
+        if n >= len(self) - 1:
+            return self
+        values = values or self.scores
+        kept = sorted(sorted(range(1, len(self)), key=lambda i: -values[i])[:n])
+        sources = [self.sources[i] for i in kept] if self.sources else None
+        return DraftTree.from_candidates(self.tokens[0], [i - 1 for i in kept], [self.tokens[i] for i in kept],
+                                         [self.parents[i] - 1 for i in kept], [self.scores[i] for i in kept], sources)
+
     def ancestors(self) -> torch.Tensor:
         """[n, n] bool on the host: node j is node i or an ancestor of it (the verification mask)."""
         seen = torch.eye(len(self), dtype=torch.bool)

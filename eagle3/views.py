@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import html
 import json
+from collections import Counter
 from dataclasses import dataclass, field
 from itertools import accumulate
 
+from eagle3.budget import VerifyCosts
 from eagle3.events import RoundEvent, Token
 from eagle3.exactness import Divergence
 from eagle3.lookup import COPIED
@@ -123,8 +125,10 @@ def running_speedup(spec: RunView, plain: RunView) -> tuple[list[int], list[floa
     return tokens_at, speedups
 
 
-def chart_data(spec: RunView, plain: RunView, depth: int, render_ms: float = 0.0) -> str:
-    """What the live Plotly charts draw (assets/live_charts.js), as columns, in JSON."""
+def chart_data(spec: RunView, plain: RunView, depth: int, render_ms: float = 0.0,
+               costs: VerifyCosts | None = None) -> str:
+    """What the live Plotly charts draw (assets/live_charts.js), as columns, in JSON. costs:
+    the verification curve a measured node budget priced the trees by (None: a fixed size)."""
     speedup_tokens, speedups = running_speedup(spec, plain)
     speed = {view.name: {"seconds": [round(s, 4) for _, s in view.stats.times],
                          "tokens_per_s": [round(n / s, 2) if s > 0 else 0.0 for n, s in view.stats.times]}
@@ -138,6 +142,9 @@ def chart_data(spec: RunView, plain: RunView, depth: int, render_ms: float = 0.0
         "speedup": {"tokens": speedup_tokens, "speedup": speedups},
         "accept": {"position": list(range(1, depth + 1)), "fraction": spec.stats.acceptance(depth)},
         "sources": spec.stats.accepted_by_source,
+        "budget": {"nodes": list(costs.nodes) if costs else [],
+                   "steps": [round(v, 3) for v in costs.in_steps()] if costs else [],
+                   "verified": sorted(Counter(spec.stats.nodes).items())},
         "render_ms": round(render_ms, 2),
     })
 
@@ -168,7 +175,7 @@ def summary_html(spec: list[RunView], plain: list[RunView], divergences: list[Di
     s, p = pooled(spec), pooled(plain)
     batch = [f"batch of {len(spec)}"] if len(spec) > 1 else []
     parts = batch + [f"new tokens {s.new_tokens}", f"rounds {s.rounds}", f"tau {s.tau:.2f}",
-                     f"EAGLE-3 {s.tokens_per_s:.1f} tok/s"]
+                     f"nodes/round {s.nodes_per_round:.1f}", f"EAGLE-3 {s.tokens_per_s:.1f} tok/s"]
     if not p.finished:  # "done." only at the very end
         return " | ".join(parts) + " | plain decoding…"
     parts += [f"plain {p.tokens_per_s:.1f} tok/s", f"speedup {s.tokens_per_s / max(p.tokens_per_s, 1e-9):.2f}x"]

@@ -45,6 +45,10 @@ def test_respond_streams_and_checks_losslessness():
     data = json.loads(charts)
     rounds = len(data["rounds"]["round"])
     assert rounds == len(trees) + 1 or rounds == len(trees)  # the last round may have had no room to draft
+    # The node budget: the measured verification curve it priced trees by, and the sizes it chose
+    assert data["budget"]["nodes"][0] == 1 and data["budget"]["steps"][0] == 1.0 and len(data["budget"]["steps"]) == 7
+    assert sum(count for _, count in data["budget"]["verified"]) == rounds
+    assert max(n for n, _ in data["budget"]["verified"]) <= 10 and "nodes/round" in summary
     plain_seconds = data["speed"]["plain"]["seconds"]
     assert plain_seconds and plain_seconds == sorted(plain_seconds) and len(data["speedup"]["tokens"]) > 0
     assert "<svg" in tree and history == [(PROMPT, html.unescape(reply))]
@@ -286,6 +290,7 @@ def test_real_browser(served):
         assert page.evaluate("typeof Plotly") == "object"
         assert page.evaluate("document.querySelector('#chart-speed').data.map(t => t.name)") == ["EAGLE-3", "plain"]
         assert page.evaluate("document.querySelector('#chart-tau').data[1].y.length") > 0
+        assert page.evaluate("document.querySelector('#chart-budget').data[1].x.length") == 7  # the measured curve
         updates = int(page.locator("#charts .chart-status").inner_text().split()[0])
         assert updates >= 5
         # The replay plays both replies again at their measured pace, with a time line on the chart.

@@ -53,11 +53,16 @@ def test_bench_records_the_ids_it_decoded_and_a_table_by_category(tmp_path, mode
     assert all(r["lookup_ids"] == r["plain_ids"] == r["hybrid_ids"] for r in rows)
     hybrid = sum(r["plain_s"] for r in math) / sum(r["hybrid_s"] for r in math)
     assert report["categories"]["math"]["hybrid_speedup"] == pytest.approx(hybrid, rel=1e-3)
+    # By default each round's tree is cut by the measured costs, which the settings record
+    assert report["settings"]["node_budget"] == "measured" and [int(n) for n in report["settings"]["verify_ms"]][0] == 1
+    assert 1 <= report["summary"]["nodes_per_round"] <= 12 and all(1 <= d["nodes_per_round"] <= 12 for d in drafters.values())
 
 
 def test_repeats_time_each_decoder_by_its_median(tmp_path, model_dirs, capsys):
-    report = run_bench(tmp_path, *model_dirs, "--repeats", "3", "--no-prompt-lookup", "--drafters", "hybrid")
-    assert report["settings"]["repeats"] == 3
+    report = run_bench(tmp_path, *model_dirs, "--repeats", "3", "--no-prompt-lookup", "--drafters", "hybrid",
+                       "--node-budget", "fixed")
+    assert report["settings"]["repeats"] == 3 and report["settings"]["node_budget"] == "fixed"
+    assert "verify_ms" not in report["settings"]
     for row in report["prompts"]:
         runs = row["seconds_by_repeat"]
         assert set(runs) == {"plain", "eagle3", "hybrid", "hf_generate"} and all(len(t) == 3 for t in runs.values())
@@ -132,8 +137,10 @@ def test_step_costs_on_a_tiny_shape(tmp_path):
     assert costs_main(["--shape", "tiny", "--device", "cpu", "--context", "32", "--repeats", "3", "--bandwidth-mib", "64",
                        "--json", str(tmp_path / "costs.json")]) == 0
     report = json.load(open(tmp_path / "costs.json"))
-    for key in ("plain_step_ms", "draft_first_level_ms", "verify_16_ms", "verify_32_ms", "verify_64_ms"):
+    for key in ("plain_step_ms", "draft_first_level_ms"):
         assert report[key] > 0, key
+    assert [int(n) for n in report["verify_ms"]] == [1, 2, 4, 8, 16, 32, 64] and min(report["verify_ms"].values()) > 0
+    assert report["verify_in_steps"]["1"] == 1.0
     assert report["target_weight_gb"] > 0 and report["plain_tokens_per_s"] > 0
     # On a CPU the ceiling comes from the bandwidth measured here, and plain decoding's share of it
     assert report["bandwidth_gb_s"] == report["measured_read_gb_s"] > 0

@@ -167,3 +167,23 @@ def test_a_bfloat16_head_keeps_float32_rope(tmp_path, target):
     dim = config["hidden_size"] // config["num_attention_heads"]
     want = 1.0 / (config.get("rope_theta", 10000.0) ** (torch.arange(0, dim, 2, dtype=torch.float) / dim))
     assert head.rotary.inv_freq.dtype == torch.float32 and torch.allclose(head.rotary.inv_freq, want)
+
+
+def test_a_bfloat16_head_multiplies_on_prepacked_weights_and_still_trains(tmp_path, target):
+    from eagle3.invariant import PrepackedLinear
+
+    config = published_config()
+    head = load_head(write_head(tmp_path / "head", config, published_tensors(config)), target, dtype="bfloat16")
+    assert all(type(m) is PrepackedLinear for m in head.modules() if isinstance(m, torch.nn.Linear))
+    x = torch.randn(5, head.fc.in_features, dtype=torch.bfloat16)
+    with torch.no_grad():
+        prepacked = head.fc(x)
+    assert getattr(head.fc, "_packed", None) is not None  # on oneDNN's layout, made once
+    stock = torch.nn.functional.linear(x, head.fc.weight)
+    assert torch.allclose(prepacked.float(), stock.float(), rtol=1e-2, atol=1e-2)
+    # With gradients wanted, the stock product runs, and the next packed product follows the new weights.
+    head.fc(x).float().sum().backward()
+    assert head.fc.weight.grad is not None
+    with torch.no_grad():
+        head.fc.weight.mul_(2)
+        assert torch.allclose(head.fc(x).float(), 2 * prepacked.float(), rtol=2e-2, atol=2e-2)

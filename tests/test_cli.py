@@ -11,7 +11,8 @@ from eagle3.events import Token
 from eagle3.generate import read_prompts, render
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SUMMARY = re.compile(r"new tokens (\d+) \| rounds (\d+) \| tau ([\d.]+) \| ([\d.]+) tokens/s \| stop (\w+)")
+SUMMARY = re.compile(r"new tokens (\d+) \| rounds (\d+) \| tau ([\d.]+) \| nodes per round [\d.]+ \| ([\d.]+) tokens/s "
+                     r"\| stop (\w+)")
 
 
 def cli(*args):
@@ -22,7 +23,10 @@ def cli(*args):
 
 def test_cli_greedy_sampled_and_plain(model_dirs):
     target, head = model_dirs
-    common = ["--target", target, "--draft", head, "--prompt", "def add(a, b):", "--max-new-tokens", "24", "--device", "cpu"]
+    # float32: bfloat16 exactness is established on real shapes (tests/test_invariant.py); on this tiny random
+    # target's shapes oneDNN's bfloat16 rows need not keep their bits, and greedy outputs can part.
+    common = ["--target", target, "--draft", head, "--prompt", "def add(a, b):", "--max-new-tokens", "24", "--device", "cpu",
+              "--dtype", "float32"]
     spec = cli(*common, "--depth", "4", "--top-k", "4", "--total-tokens", "16")
     assert spec.returncode == 0, spec.stderr
     assert "\033[" not in spec.stdout  # no colour when not a terminal

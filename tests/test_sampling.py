@@ -9,6 +9,7 @@ from scipy.stats import chisquare
 import eagle3.decoding
 from eagle3 import GenerationConfig, HeadDrafter, SamplingConfig, TreeConfig, collect, decode, drafter_named
 from eagle3.acceptance import Acceptance, SampledDraws, TokenState, accept_sampled, sampled_draws, target_probs
+from eagle3.budget import NodeBudget, VerifyCosts
 from eagle3.tree import DraftTree
 from tests.models import make_head, make_target
 
@@ -82,10 +83,15 @@ def exact_joint(target, sampling: SamplingConfig, length: int = 3, prompt=PROMPT
     return joint
 
 
-def sample_first_tokens(target, head, sampling, n, tree=TreeConfig(2, 3, 8), length=3, prompt=PROMPT, drafter="eagle3"):
+def sample_first_tokens(target, head, sampling, n, tree=TreeConfig(2, 3, 8), length=3, prompt=PROMPT, drafter="eagle3",
+                        costs=None):
+    """Counts of the first `length` tokens over n seeded decodes; with costs, each decode's trees
+    are cut by a NodeBudget over that curve."""
     counts = torch.zeros(VOCAB ** length)
     for seed in range(n):
-        events, ids = decode(target, prompt, drafter_named(drafter, head, tree), GenerationConfig(64, sampling, seed=seed)), []
+        budget = NodeBudget(costs) if costs else None
+        events, ids = decode(target, prompt, drafter_named(drafter, head, tree, budget=budget),
+                             GenerationConfig(64, sampling, seed=seed)), []
         for event in events:
             ids += event.output_ids
             if len(ids) >= length:
@@ -114,6 +120,13 @@ def pair():
 def test_sampled_output_follows_target_distribution(pair, sampling):
     target, head = pair
     counts = sample_first_tokens(target, head, sampling, n=2500)
+    assert chi_square_pvalue(counts, exact_joint(target, sampling)) > 1e-3
+
+
+def test_trees_cut_by_a_node_budget_keep_the_distribution(pair):
+    target, head = pair
+    sampling = SamplingConfig(temperature=1.0)
+    counts = sample_first_tokens(target, head, sampling, n=2500, costs=VerifyCosts((1, 8), (1.0, 1.5)))
     assert chi_square_pvalue(counts, exact_joint(target, sampling)) > 1e-3
 
 

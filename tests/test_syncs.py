@@ -8,6 +8,7 @@ import torch
 
 import eagle3.transfer
 from eagle3 import GenerationConfig, SamplingConfig, TreeConfig, decode, drafter_named
+from eagle3.budget import NodeBudget, VerifyCosts
 from tests.models import make_head, make_target
 from tests.test_greedy import random_prompts
 
@@ -87,3 +88,14 @@ def test_a_round_waits_for_the_device_at_most_twice(pair, monkeypatch, drafter, 
     counter = SyncCounter(monkeypatch)
     counts = waits_per_step(counter, events)
     assert len(counts) >= 24 // 4 * rows and max(counts) <= most, (counts, counter.strays[:8])
+
+
+def test_a_node_budget_adds_no_wait(pair, monkeypatch):
+    target, head = pair
+    prompts = [p * 2 for p in random_prompts(3, target.vocab_size, seed=3)]
+    budget = NodeBudget(VerifyCosts((1, 16), (1.0, 1.3)))
+    events = decode(target, prompts, drafter_named("hybrid", head, TreeConfig(3, 3, 10), budget=budget),
+                    GenerationConfig(24, seed=0))
+    counter = SyncCounter(monkeypatch)
+    counts = waits_per_step(counter, events)
+    assert len(counts) >= 24 // 4 * 3 and max(counts) <= 2, (counts, counter.strays[:8])

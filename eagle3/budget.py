@@ -1,0 +1,185 @@
+"""How many drafted nodes a round verifies: the budget that maximises accepted tokens per second.
+
+Verifying a tree costs what one target forward over its nodes costs, and that depends on the
+device: on a GPU or a CPU with AMX a 16-token forward costs little more than a one-token
+step; with AVX-512 alone each node adds a visible share. `VerifyCosts` measures that curve
+once per process and model (a few forwards after a short prefill, a second or two on a CPU)
+and reads it between the measured sizes by straight lines.
+
+`NodeBudget` then cuts each round's tree. A node's draft score s (its path's cumulative log
+probability under the head, or d * log(hit rate) for a copy's d-th token, eagle3.lookup)
+makes c * exp(s) an estimate of the chance that the target accepts it, c being the measured
+ratio of accepted drafts to predicted ones, kept per depth and apart for the head's nodes
+and the copies' (the head is over- or under-confident; copies come in streaks that
+d * log(hit rate) undervalues). The n most likely nodes are worth E(n) = 1 + (sum of their
+chances) tokens, and the round keeps the n that maximises E(n) / (D + V(n + 1)), D being
+what its drafting took and V the verification curve: EAGLE-2's expected-acceptance ranking
+with a hardware price, as in Sequoia and SpecExec. Rows of a batch share one n, priced at
+the batch's token count. Any cut is lossless: it only chooses which drafts are verified.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+import weakref
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import torch
+
+from eagle3.target import Target
+from eagle3.transfer import call_seconds
+from eagle3.tree import DraftTree
+
+if TYPE_CHECKING:
+    from eagle3.decoding import Settled
+
+NODE_BUDGETS = ("measured", "fixed")  # a NodeBudget cuts each round's trees, or the tree config's size is kept
+MEASURED_NODES = (1, 2, 4, 8, 16, 32, 64)  # the tree sizes whose verification is timed (root included)
+
+
+@dataclass(frozen=True)
+class VerifyCosts:
+    """Seconds one target forward takes to verify a tree of n nodes (n = 1 is a plain step),
+    measured at `nodes` (ascending)."""
+
+    nodes: tuple[int, ...]
+    seconds: tuple[float, ...]
+
+    def at(self, n: float) -> float:
+        """Seconds for n nodes: linear between the measured sizes, beyond them the nearest
+        segment's slope (never below the one-node cost)."""
+        nodes, seconds = self.nodes, self.seconds
+        if len(nodes) == 1:
+            return seconds[0] * max(n, 1) / nodes[0]
+        i = min(max(bisect.bisect_left(nodes, n), 1), len(nodes) - 1)
+        slope = (seconds[i] - seconds[i - 1]) / (nodes[i] - nodes[i - 1])
+        return max(seconds[0], seconds[i - 1] + slope * (n - nodes[i - 1]))
+
+    def in_steps(self) -> list[float]:
+        """Each measured size's cost in one-node steps."""
+        return [s / self.at(1) for s in self.seconds]
+
+
+def verify_step(target: Target, cache, ids: torch.Tensor, context: int, n: int):
+    """A call that verifies an n-node chain after `context` cached positions and drops its
+    keys again: what a round's verification costs (a chain costs what any n-node tree does)."""
+    device = target.device
+    positions = torch.arange(context, context + n, device=device)[None]
+    mask = target.tree_mask(context, positions[0], torch.ones(n, n, dtype=torch.bool, device=device).tril())
+
+    def run():
+        target.forward(ids[:, :n], positions, cache, mask, capture=True)
+        cache.truncate(context)
+    return run
+
+
+_MEASURED: "weakref.WeakKeyDictionary[torch.nn.Module, VerifyCosts]" = weakref.WeakKeyDictionary()
+
+
+@torch.inference_mode()
+def measure_verify_costs(target: Target, nodes: tuple[int, ...] = MEASURED_NODES, context: int = 128,
+                         repeats: int = 3) -> VerifyCosts:
+    """The target's verification curve on its device: the fastest of `repeats` forwards per
+    size after a prefill of `context` random tokens (a busy machine only ever adds time),
+    made non-decreasing. Measured once per model and process."""
+    known = _MEASURED.get(target.model)
+    if known is not None and known.nodes == tuple(nodes):
+        return known
+    device = target.device
+    cache = target.new_cache(context + max(nodes))
+    ids = torch.randint(0, target.vocab_size, (1, max(context, max(nodes))), device=device,
+                        generator=torch.Generator(device).manual_seed(0))
+    target.forward(ids[:, :context], torch.arange(context, device=device)[None], cache, logits_to_keep=1)
+    seconds = [call_seconds(verify_step(target, cache, ids, context, n), device, repeats, min) for n in nodes]
+    costs = VerifyCosts(tuple(nodes), tuple(min(seconds[i:]) for i in range(len(seconds))))
+    _MEASURED[target.model] = costs
+    return costs
+
+
+def drafted_by(source: str) -> str:
+    """The calibration class of a node's source: copies apart, the head's (and shared) drafts together."""
+    return "copy" if source == "copy" else "head"
+
+
+@dataclass
+class NodeBudget:
+    """Cuts each round's trees to the node count with the most expected tokens per second."""
+
+    costs: VerifyCosts
+    memory: float = 0.9  # weight of the past in the calibration's sums, per round that drafts the class
+    prior: float = 1.0  # how many predicted drafts the depth above weighs in a depth's calibration
+    accepted: dict[tuple[str, int], float] = field(default_factory=dict)  # decayed sums per (class, depth) of
+    predicted: dict[tuple[str, int], float] = field(default_factory=dict)  # accepted drafts and their predicted number
+    history: list[int] = field(default_factory=list)  # nodes verified per round, root included
+
+    def calibration(self, kind: str, depth: int) -> float:
+        """Accepted drafts per predicted one, recently, for the head's or the copies' nodes at
+        this depth: the head is over- or under-confident by depth, and copies come in streaks
+        that d * log(hit rate) undervalues. Each depth's ratio is shrunk toward the one above
+        (1 above the first), so a depth seldom verified lately takes its parent's and the cut
+        goes on exploring depth by depth."""
+        calibration = 1.0
+        for d in range(1, depth + 1):
+            key = (kind, d)
+            calibration = ((self.accepted.get(key, 0.0) + self.prior * calibration)
+                           / (self.predicted.get(key, 0.0) + self.prior))
+        return calibration
+
+    def chances(self, tree: DraftTree) -> list[float]:
+        """Each node's expected chance of acceptance (the root's is 1): its calibrated exp(score),
+        never above its parent's, since a node is only accepted after its parent."""
+        calibrations = {kind: [self.calibration(kind, d) for d in range(tree.depth + 1)] for kind in ("head", "copy")}
+        chances = [1.0] * len(tree)
+        for node in range(1, len(tree)):
+            calibration = calibrations[drafted_by(tree.source(node))][tree.depths[node]]
+            chances[node] = min(chances[tree.parents[node]], calibration * math.exp(tree.scores[node]))
+        return chances
+
+    def size(self, chances: list[list[float]], draft_seconds: float) -> int:
+        """The number of best non-root nodes each row keeps, given each row's node chances: at
+        least one where anything was drafted, so that the calibration keeps learning (a
+        source cut to nothing would never be verified again, however good it became)."""
+        ranked = [sorted(row[1:], reverse=True) for row in chances]
+        rows, most = len(ranked), max(len(row) for row in ranked)
+        best, best_rate, gain = 0, 0.0, 0.0
+        for n in range(most + 1):
+            if n:
+                gain += sum(row[n - 1] for row in ranked if len(row) >= n)
+            rate = (rows + gain) / (draft_seconds + self.costs.at(rows * (n + 1)))
+            if rate > best_rate and n >= min(1, most):
+                best, best_rate = n, rate
+        return best
+
+    def cut(self, trees: list[DraftTree], draft_seconds: float) -> list[DraftTree]:
+        chances = [self.chances(tree) for tree in trees]
+        n = self.size(chances, draft_seconds)
+        trees = [tree.best(n, row) for tree, row in zip(trees, chances)]
+        self.history.append(max(len(tree) for tree in trees))
+        return trees
+
+    def observe(self, settled: list[Settled]) -> None:
+        for done in settled:
+            tree = done.tree
+            if tree is None or len(tree) == 1:
+                continue  # the prefill, or a round with nothing drafted
+            accepted: dict[tuple[str, int], float] = {}
+            predicted: dict[tuple[str, int], float] = {}
+            for node in range(1, len(tree)):
+                key = (drafted_by(tree.source(node)), tree.depths[node])
+                predicted[key] = predicted.get(key, 0.0) + math.exp(tree.scores[node])
+            for node in done.path:
+                key = (drafted_by(tree.source(node)), tree.depths[node])
+                accepted[key] = accepted.get(key, 0.0) + 1
+            drafted = {kind for kind, _ in predicted}
+            for key in set(self.predicted) | set(predicted):
+                if key[0] in drafted:  # every depth of a class that drafted decays, verified or not
+                    self.accepted[key] = self.memory * self.accepted.get(key, 0.0) + accepted.get(key, 0.0)
+                    self.predicted[key] = self.memory * self.predicted.get(key, 0.0) + predicted.get(key, 0.0)
+
+def node_budget(kind: str, target: Target) -> NodeBudget | None:
+    """A fresh NodeBudget for one decode ("measured"; the curve is measured on first use), or None ("fixed")."""
+    if kind not in NODE_BUDGETS:
+        raise ValueError(f"node budget: {kind!r} is not one of {', '.join(NODE_BUDGETS)}")
+    return NodeBudget(measure_verify_costs(target)) if kind == "measured" else None

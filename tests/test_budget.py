@@ -1,0 +1,113 @@
+"""The node budget (eagle3.budget): the verification curve, the cut, and that cut trees stay lossless."""
+
+import math
+import random
+
+import pytest
+
+import eagle3.budget
+from eagle3 import GenerationConfig, TreeConfig, collect, decode
+from eagle3.budget import NodeBudget, VerifyCosts, measure_verify_costs
+from eagle3.drafters import drafter_named
+from eagle3.tree import DraftTree
+from tests.models import make_head, make_target
+from tests.test_greedy import random_prompts
+from tests.test_invariant import path_to
+
+FLAT = VerifyCosts((1, 64), (1.0, 1.0))  # nodes cost nothing: keep every draft
+STEEP = VerifyCosts((1, 2, 4, 8), (1.0, 1.5, 2.5, 4.5))  # each node half a step: keep only the likely ones
+MILD = VerifyCosts((1, 16, 32), (1.0, 1.3, 2.0))  # as on a CPU with AMX
+
+
+def test_the_curve_is_read_between_and_beyond_its_points():
+    costs = VerifyCosts((1, 4, 16), (1.0, 1.3, 2.5))
+    assert [costs.at(n) for n in (1, 4, 16)] == [1.0, 1.3, 2.5]
+    assert costs.at(10) == pytest.approx(1.3 + 6 * 1.2 / 12)  # straight between 4 and 16
+    assert costs.at(32) == pytest.approx(2.5 + 16 * 0.1)  # the last segment's slope beyond
+    assert costs.at(0) == 1.0  # never below a plain step
+    assert costs.in_steps() == [1.0, 1.3, 2.5]
+
+
+def chain(scores: list[float], sources=None) -> DraftTree:
+    return DraftTree.from_parents(list(range(len(scores) + 1)), list(range(-1, len(scores))), [0.0] + scores, sources)
+
+
+def test_the_cut_keeps_what_pays_for_itself():
+    likely = chain([math.log(0.9), math.log(0.8), math.log(0.7), math.log(0.1), math.log(0.01)])
+    assert NodeBudget(FLAT).size([NodeBudget(FLAT).chances(likely)], 0.0) == 5
+    steep = NodeBudget(STEEP)
+    assert steep.size([steep.chances(likely)], 0.0) == 3  # the 0.1 and 0.01 nodes cost more than they bring
+    # A long draft makes each node relatively cheaper (the 0.1 node joins). Of worthless drafts only the best
+    # is verified, which keeps the calibration learning; with nothing drafted, nothing is.
+    assert steep.size([steep.chances(likely)], 100.0) == 4
+    assert steep.size([steep.chances(chain([-30.0, -31.0]))], 0.0) == 1
+    assert steep.size([steep.chances(chain([]))], 0.0) == 0
+    # Rows of a batch share one size, priced at the batch's token count.
+    assert steep.size([steep.chances(likely)] * 4, 0.0) < 3
+
+
+def random_tree(rng: random.Random, n: int) -> DraftTree:
+    parents, scores, sources = [-1], [0.0], ["root"]
+    for node in range(1, n):
+        parent = rng.randrange(node)
+        parents.append(parent)
+        scores.append(scores[parent] + math.log(rng.uniform(0.05, 1.0)))
+        sources.append(rng.choice(["head", "copy", "both"]))
+    return DraftTree.from_parents(list(range(n)), parents, scores, sources)
+
+
+def test_cut_trees_keep_every_parent_whatever_the_calibration():
+    rng = random.Random(0)
+    depths = range(1, 30)
+    budget = NodeBudget(STEEP, accepted={**{("head", d): 0.5 for d in depths}, **{("copy", d): 9.0 for d in depths}},
+                        predicted={**{("head", d): 4.0 for d in depths}, **{("copy", d): 1.0 for d in depths}})
+    assert budget.calibration("copy", 3) > 1 > budget.calibration("head", 3)  # copies valued above their scores
+    for _ in range(200):
+        tree = random_tree(rng, rng.randrange(2, 30))
+        chances = budget.chances(tree)
+        assert all(chances[node] <= chances[parent] for node, parent in enumerate(tree.parents) if parent >= 0)
+        for n in range(len(tree)):
+            cut = tree.best(n, chances)
+            assert len(cut) == n + 1
+            kept = {(tuple(cut.tokens[a] for a in path_to(cut, node))) for node in range(len(cut))}
+            assert kept <= {tuple(tree.tokens[a] for a in path_to(tree, node)) for node in range(len(tree))}
+
+
+def test_calibration_follows_what_the_target_accepts():
+    from eagle3.decoding import Settled
+
+    budget = NodeBudget(FLAT)
+    tree = chain([math.log(0.8), math.log(0.4)], ["root", "head", "copy"])
+    for _ in range(40):  # the target accepts both drafts: each was undervalued, the copy more
+        budget.observe([Settled(tree, [1, 2], None, [], [])])
+    assert 1.2 < budget.calibration("head", 1) < 1.25 and 2.1 < budget.calibration("copy", 2) < 2.5
+    # Where nothing was drafted, a depth takes the calibration of the one above it (1 above the first)
+    assert budget.calibration("head", 2) == budget.calibration("head", 1) and budget.calibration("copy", 1) == 1.0
+    for _ in range(40):
+        budget.observe([Settled(tree, [], None, [], [])])
+    assert budget.calibration("head", 1) < 0.15 and budget.calibration("copy", 2) < 0.25  # (shrunk toward 1 above)
+
+
+@pytest.mark.parametrize("drafter", ["eagle3", "hybrid"])
+def test_budgeted_greedy_decoding_equals_plain(drafter):
+    target = make_target("llama", vocab_size=32, logit_scale=4.0)
+    head = make_head(target, draft_vocab_size=24)
+    config = GenerationConfig(max_new_tokens=40)
+    sizes = set()
+    for prompt in random_prompts(12, target.vocab_size, seed=2):
+        prompt = prompt * 2  # repeats, so copies are drafted too
+        budget = NodeBudget(MILD)
+        got = collect(decode(target, prompt, drafter_named(drafter, head, TreeConfig(4, 4, 16), budget=budget), config))
+        assert got.output_ids == collect(decode(target, prompt, None, config)).output_ids, prompt
+        assert got.nodes == budget.history
+        sizes |= set(budget.history)
+    assert len(sizes) > 2  # the cut did vary
+
+
+def test_the_curve_is_measured_once_per_model(monkeypatch):
+    target = make_target("llama", vocab_size=32)
+    eagle3.budget._MEASURED.clear()
+    costs = measure_verify_costs(target, nodes=(1, 4), context=8, repeats=1)
+    assert costs.nodes == (1, 4) and min(costs.seconds) > 0
+    monkeypatch.setattr(type(target), "forward", lambda *a, **k: pytest.fail("measured twice"))
+    assert measure_verify_costs(target, nodes=(1, 4), context=8, repeats=1) is costs
