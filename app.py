@@ -35,8 +35,8 @@ import transformers
 
 from eagle3 import GenerationConfig, SamplingConfig, TreeConfig, load_head, load_target
 from eagle3.adaptive import AdaptiveDepth
-from eagle3.budget import NodeBudget, node_budget as budget_for
 from eagle3.batch import AUTO_MAX_SPECULATIVE_BATCH
+from eagle3.budget import NodeBudget, node_budget as budget_for
 from eagle3.decoding import decode
 from eagle3.drafters import SPECULATIVE_DRAFTERS, drafter_named
 from eagle3.exactness import Divergence, divergence
@@ -485,10 +485,10 @@ def checked(request: ChatRequest, batch: bool = False) -> Decoding | None:
         return None
 
 
-def node_budget(request: ChatRequest, target) -> NodeBudget | None:
+def node_budget(request: ChatRequest, run: Decoding) -> NodeBudget | None:
     """The request's node budget, one per decode: measured costs (measured on the first run, on
-    the device that decodes), or None for the sliders' fixed tree."""
-    return budget_for("measured" if request.node_budget else "fixed", target)
+    the device that decodes), or None for the sliders' fixed tree (and for seeded sampling)."""
+    return budget_for("measured" if request.node_budget else "fixed", run.target, run.config)
 
 
 class ChatShow(Show):
@@ -508,7 +508,7 @@ class ChatShow(Show):
     def decoders(self):
         run, prompt = self.run, self.run.prompts[0]
         policy = AdaptiveDepth(1, max(run.tree.depth, 10)) if self.request.adaptive else None
-        self.budget = node_budget(self.request, run.target)
+        self.budget = node_budget(self.request, run)
         drafter = drafter_named(self.request.drafter, run.head, run.tree, policy=policy, budget=self.budget)
         return [(lambda: decode(run.target, prompt, drafter, run.config), lambda event: self.spec.add(event, True)),
                 (lambda: decode(run.target, prompt, None, run.config), lambda event: self.plain.add(event, False))]
@@ -558,7 +558,7 @@ class BatchShow(Show):
 
     def decoders(self):
         run = self.run
-        drafter = drafter_named(self.request.drafter, run.head, run.tree, budget=node_budget(self.request, run.target))
+        drafter = drafter_named(self.request.drafter, run.head, run.tree, budget=node_budget(self.request, run))
         return [(lambda: decode(run.target, run.prompts, drafter, run.config),
                  lambda event: self.spec[event.row].add(event, True)),
                 (lambda: decode(run.target, run.prompts, None, run.config),
@@ -725,8 +725,8 @@ def settings_panel(first: Preset) -> dict:
                                 elem_id="max-new")
         preset_note = gr.Markdown(first.note)
     return dict(preset=preset, drafter=drafter, greedy=greedy, creative=creative, show_rejected=show_rejected,
-                adaptive=adaptive, node_budget=budget, depth=depth, top_k=top_k, total_tokens=total, temperature=temperature, top_p=top_p,
-                max_new_tokens=max_new, preset_note=preset_note)
+                adaptive=adaptive, node_budget=budget, depth=depth, top_k=top_k, total_tokens=total,
+                temperature=temperature, top_p=top_p, max_new_tokens=max_new, preset_note=preset_note)
 
 
 def batch_panel(examples: list[str], device: str) -> dict:

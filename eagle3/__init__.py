@@ -14,8 +14,8 @@ from eagle3.target import Target, load_target
 from eagle3.tree import DraftTree, TreeConfig
 
 __all__ = [
-    "AdaptiveDepth", "BudgetedDrafter", "CopyDrafter", "DraftTree", "Drafter", "Eagle3Config", "Eagle3Head", "GenerationConfig", "HeadDrafter",
-    "HybridDrafter", "LookupConfig", "NodeBudget", "RoundEvent", "RunStats", "SamplingConfig", "Target", "Token", "TokenState",
-    "TreeConfig", "VerifyCosts", "collect", "collect_rows", "decode", "drafter_named", "load_head", "load_target",
-    "measure_verify_costs", "node_budget", "save_head",
+    "AdaptiveDepth", "BudgetedDrafter", "CopyDrafter", "DraftTree", "Drafter", "Eagle3Config", "Eagle3Head",
+    "GenerationConfig", "HeadDrafter", "HybridDrafter", "LookupConfig", "NodeBudget", "RoundEvent", "RunStats",
+    "SamplingConfig", "Target", "Token", "TokenState", "TreeConfig", "VerifyCosts", "collect", "collect_rows", "decode",
+    "drafter_named", "load_head", "load_target", "measure_verify_costs", "node_budget", "save_head",
 ]

@@ -32,8 +32,8 @@ from eagle3.adaptive import AdaptiveDepth, scaled_tree
 from eagle3.batch import batch_drafter
 from eagle3.checkpoint import ROOT, load_head
 from eagle3.compiled import compile_decoding
+from eagle3.budget import NodeBudget, node_budget as budget_for
 from eagle3.decoding import GenerationConfig, decode, encode_prompt
-from eagle3.budget import measure_verify_costs, node_budget as budget_for
 from eagle3.drafters import SPECULATIVE_DRAFTERS, HeadDrafter, drafter_named
 from eagle3.exactness import divergence
 from eagle3.lookup import LookupConfig
@@ -109,12 +109,13 @@ def run(target: Target, head, records: list[PromptRecord], tree: TreeConfig, con
     repeats: each prompt is decoded this many times by every decoder in turn, and each
     decoder's time on it is the median; outputs and statistics are the first time's.
     node_budget: "measured" cuts every speculative decoder's trees by eagle3.budget (the
-    verification curve is measured before the first prompt), "fixed" keeps the tree's size."""
+    verification curve is measured before the first prompt; not with a seeded sampled
+    config, see node_budget), "fixed" keeps the tree's size."""
     lookup = LookupConfig(tokens=lookup_tokens)
     policy = (lambda: AdaptiveDepth(*adaptive)) if adaptive else (lambda: None)  # noqa: E731
     device = target.device
     encoded = encode_records(target, records, chat)
-    budget = lambda: budget_for(node_budget, target)  # noqa: E731 (one per decode: it learns as it goes)
+    budget = lambda: budget_for(node_budget, target, config)  # noqa: E731 (one per decode: it learns as it goes)
 
     def decoders(prompt_ids: list[int], config: GenerationConfig) -> dict:
         """Each decoder as a call that returns its RunStats, in the order they are timed."""
@@ -163,15 +164,15 @@ def run(target: Target, head, records: list[PromptRecord], tree: TreeConfig, con
         rows.append(row)
     return {"summary": summarise(totals, rows, tree, config, drafters), "categories": by_category(rows, drafters),
             "prompts": rows, "settings": settings(target, head, tree, config, lookup_tokens) | {"repeats": repeats}
-            | budget_settings(node_budget, target)}
+            | budget_settings(budget())}
 
 
-def budget_settings(node_budget: str, target: Target) -> dict:
-    """The node budget, and with a measured one the verification curve it priced trees by."""
-    if node_budget != "measured":
-        return {"node_budget": node_budget}
-    costs = measure_verify_costs(target)  # measured already, before the first prompt
-    return {"node_budget": node_budget, "verify_ms": {n: round(s * 1000, 3) for n, s in zip(costs.nodes, costs.seconds)}}
+def budget_settings(budget: NodeBudget | None) -> dict:
+    """The node budget the run used, and with a measured one the verification curve it priced trees by."""
+    if budget is None:
+        return {"node_budget": "fixed"}
+    costs = budget.costs  # measured before the first prompt
+    return {"node_budget": "measured", "verify_ms": {n: round(s * 1000, 3) for n, s in zip(costs.nodes, costs.seconds)}}
 
 
 def by_category(rows: list[dict], drafters: tuple[str, ...] = ()) -> dict[str, dict]:

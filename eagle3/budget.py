@@ -33,7 +33,7 @@ from eagle3.transfer import call_seconds
 from eagle3.tree import DraftTree
 
 if TYPE_CHECKING:
-    from eagle3.decoding import Settled
+    from eagle3.decoding import GenerationConfig, Settled
 
 NODE_BUDGETS = ("measured", "fixed")  # a NodeBudget cuts each round's trees, or the tree config's size is kept
 MEASURED_NODES = (1, 2, 4, 8, 16, 32, 64)  # the tree sizes whose verification is timed (root included)
@@ -98,9 +98,10 @@ def measure_verify_costs(target: Target, nodes: tuple[int, ...] = MEASURED_NODES
     return costs
 
 
-def drafted_by(source: str) -> str:
-    """The calibration class of a node's source: copies apart, the head's (and shared) drafts together."""
-    return "copy" if source == "copy" else "head"
+def calibration_key(tree: DraftTree, node: int) -> tuple[str, int]:
+    """The calibration a node belongs to: its class (copies apart, the head's and shared drafts
+    together) and its depth."""
+    return "copy" if tree.source(node) == "copy" else "head", tree.depths[node]
 
 
 @dataclass
@@ -130,10 +131,10 @@ class NodeBudget:
     def chances(self, tree: DraftTree) -> list[float]:
         """Each node's expected chance of acceptance (the root's is 1): its calibrated exp(score),
         never above its parent's, since a node is only accepted after its parent."""
-        calibrations = {kind: [self.calibration(kind, d) for d in range(tree.depth + 1)] for kind in ("head", "copy")}
+        calibrations = {(kind, d): self.calibration(kind, d) for kind in ("head", "copy") for d in range(tree.depth + 1)}
         chances = [1.0] * len(tree)
         for node in range(1, len(tree)):
-            calibration = calibrations[drafted_by(tree.source(node))][tree.depths[node]]
+            calibration = calibrations[calibration_key(tree, node)]
             chances[node] = min(chances[tree.parents[node]], calibration * math.exp(tree.scores[node]))
         return chances
 
@@ -167,10 +168,10 @@ class NodeBudget:
             accepted: dict[tuple[str, int], float] = {}
             predicted: dict[tuple[str, int], float] = {}
             for node in range(1, len(tree)):
-                key = (drafted_by(tree.source(node)), tree.depths[node])
+                key = calibration_key(tree, node)
                 predicted[key] = predicted.get(key, 0.0) + math.exp(tree.scores[node])
             for node in done.path:
-                key = (drafted_by(tree.source(node)), tree.depths[node])
+                key = calibration_key(tree, node)
                 accepted[key] = accepted.get(key, 0.0) + 1
             drafted = {kind for kind, _ in predicted}
             for key in set(self.predicted) | set(predicted):
@@ -178,8 +179,14 @@ class NodeBudget:
                     self.accepted[key] = self.memory * self.accepted.get(key, 0.0) + accepted.get(key, 0.0)
                     self.predicted[key] = self.memory * self.predicted.get(key, 0.0) + predicted.get(key, 0.0)
 
-def node_budget(kind: str, target: Target) -> NodeBudget | None:
-    """A fresh NodeBudget for one decode ("measured"; the curve is measured on first use), or None ("fixed")."""
+
+def node_budget(kind: str, target: Target, config: GenerationConfig) -> NodeBudget | None:
+    """A fresh NodeBudget for one decode under `config` ("measured"; the curve is measured on
+    first use), or None: "fixed", or sampling with a seed. The cut follows timings, which
+    differ between runs, so a seeded sampled run keeps the fixed tree and its seed
+    reproduces its output (its distribution is the target's either way)."""
     if kind not in NODE_BUDGETS:
         raise ValueError(f"node budget: {kind!r} is not one of {', '.join(NODE_BUDGETS)}")
-    return NodeBudget(measure_verify_costs(target)) if kind == "measured" else None
+    if kind == "fixed" or (not config.sampling.greedy and config.seed is not None):
+        return None
+    return NodeBudget(measure_verify_costs(target))

@@ -8,7 +8,8 @@ Random weights (the timings do not depend on them), in --dtype (auto: bfloat16 o
 CPUs with AMX). After a prefill of --context tokens it times, as medians of --repeats: one
 plain decoding step, one draft level (top_k nodes through the head, from the difference
 between drafting 1 and `depth` levels), and the verification of 1 to 64 tokens, in
-milliseconds and in one-node rounds (the curve eagle3.budget prices trees by). Plain decoding is memory bound: its
+milliseconds and in one-node rounds (the curve eagle3.budget prices trees by, which it
+measures itself at start, by the fastest of three). Plain decoding is memory bound: its
 ceiling is the memory bandwidth over the bytes of the target's weights. The bandwidth is
 the device's peak for the known GPUs (or --bandwidth-gb-s), else the read bandwidth torch
 measures here (a sum over a tensor far larger than the caches, the best of five); the
@@ -30,7 +31,7 @@ from eagle3.budget import MEASURED_NODES, verify_step
 from eagle3.head import Eagle3Config, Eagle3Head
 from eagle3.kv_cache import KVCache
 from eagle3.target import Target, resolve_device, resolve_dtype, set_arithmetic
-from eagle3.transfer import call_seconds, clock
+from eagle3.transfer import call_seconds
 from eagle3.tree import TreeConfig, draft_tree
 
 SHAPES = {  # target config; the head is one decoder layer of the same width
@@ -110,13 +111,8 @@ def read_bandwidth_gb_s(device: torch.device, mib: int = 512, repeats: int = 5) 
     a float32 tensor of `mib` MiB (bytes read / seconds, GB/s). Float32, because a bfloat16
     sum is held back by its conversions on some CPUs rather than by memory."""
     data = torch.ones(mib * 2**20 // 4, dtype=torch.float32, device=device)
-    data.sum()  # warm-up: the pages are touched, the kernel chosen
-    best = float("inf")
-    for _ in range(repeats):
-        start = clock(device)
-        data.sum()
-        best = min(best, clock(device) - start)
-    return data.numel() * data.element_size() / best / 1e9
+    # (call_seconds' warm-up call touches the pages and chooses the kernel)
+    return data.numel() * data.element_size() / call_seconds(data.sum, device, repeats, min) / 1e9
 
 
 def main(argv=None) -> int:

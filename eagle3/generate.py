@@ -110,9 +110,7 @@ def main(argv=None) -> int:
         head = load_head(pair.draft, target, args.draft_dtype) if uses_head else None
         if args.compile:
             compile_decoding(target, head)
-        # A measured budget cuts by timings, which differ between runs: sampled output then follows the target's
-        # distribution but a seed no longer reproduces it, so sampling keeps the fixed tree.
-        budget = node_budget(args.node_budget, target) if name != "plain" and config.sampling.greedy else None
+        budget = node_budget(args.node_budget, target, config) if name != "plain" else None
         drafter = drafter_named(name, head, pair.tree, LookupConfig(tokens=args.lookup_tokens), budget=budget)
         drafter = batch_drafter(drafter, len(prompts), target.device)
         stats = [RunStats() for _ in prompts]

@@ -111,3 +111,18 @@ def test_the_curve_is_measured_once_per_model(monkeypatch):
     assert costs.nodes == (1, 4) and min(costs.seconds) > 0
     monkeypatch.setattr(type(target), "forward", lambda *a, **k: pytest.fail("measured twice"))
     assert measure_verify_costs(target, nodes=(1, 4), context=8, repeats=1) is costs
+
+
+def test_a_seeded_sampled_decode_keeps_the_fixed_tree():
+    """The cut follows timings, so with it a seed would not reproduce a sampled run."""
+    from eagle3 import SamplingConfig
+    from eagle3.budget import node_budget
+
+    target = make_target("llama", vocab_size=32)
+    sampled = SamplingConfig(temperature=0.8)
+    assert isinstance(node_budget("measured", target, GenerationConfig()), NodeBudget)
+    assert isinstance(node_budget("measured", target, GenerationConfig(sampling=sampled)), NodeBudget)  # no seed
+    assert node_budget("measured", target, GenerationConfig(sampling=sampled, seed=3)) is None
+    assert node_budget("fixed", target, GenerationConfig()) is None
+    with pytest.raises(ValueError, match="node budget: 'some' is not one of measured, fixed"):
+        node_budget("some", target, GenerationConfig())
