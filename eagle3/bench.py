@@ -11,7 +11,9 @@ other: plain decoding, EAGLE-3 speculative decoding, Hugging Face `model.generat
 call (with --repeats N, the median of N such turns). Speedup = total plain time / total
 EAGLE-3 time, overall and per category. Every speculative decoder's trees are cut each round
 to what this device's measured verification costs pay for (eagle3.budget; --node-budget
-fixed keeps --total-tokens), the curve measured once before the first prompt.
+fixed keeps --total-tokens), the curve measured once before the first prompt. When a
+llama.cpp build is on PATH and the target is a GGUF file, llama.cpp decodes every prompt too
+(plain, its n-gram drafter, and EAGLE-3 with --llama-cpp-head): eagle3.llamacpp.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from eagle3.budget import NodeBudget, node_budget as budget_for
 from eagle3.decoding import GenerationConfig, decode, encode_prompt
 from eagle3.drafters import SPECULATIVE_DRAFTERS, HeadDrafter, drafter_named
 from eagle3.exactness import divergence
+from eagle3.llamacpp import LlamaCpp, find_llama_cpp, summarise as summarise_llama_cpp
 from eagle3.lookup import LookupConfig
 from eagle3.options import add_generation_options, add_pair_options, add_tree_options, generation_config
 from eagle3.presets import choose_pair
@@ -102,7 +105,7 @@ def encode_records(target: Target, records: list[PromptRecord], chat: bool) -> l
 def run(target: Target, head, records: list[PromptRecord], tree: TreeConfig, config: GenerationConfig,
         chat: bool = False, lookup_tokens: int = 10, with_prompt_lookup: bool = True, warmup: int = 1,
         progress: bool = True, adaptive: tuple[int, int] | None = None, drafters: tuple[str, ...] = (),
-        repeats: int = 1, node_budget: str = "fixed") -> dict:
+        repeats: int = 1, node_budget: str = "fixed", llama_cpp: LlamaCpp | None = None) -> dict:
     """Benchmark every prompt; returns the JSON report (see the README for its fields).
     adaptive: (min, max) depth bounds to let the adaptive policy choose each round's depth.
     drafters: other drafters ("lookup", "hybrid") timed on every prompt too, beside EAGLE-3's.
@@ -110,7 +113,8 @@ def run(target: Target, head, records: list[PromptRecord], tree: TreeConfig, con
     decoder's time on it is the median; outputs and statistics are the first time's.
     node_budget: "measured" cuts every speculative decoder's trees by eagle3.budget (the
     verification curve is measured before the first prompt; not with a seeded sampled
-    config, see node_budget), "fixed" keeps the tree's size."""
+    config, see node_budget), "fixed" keeps the tree's size.
+    llama_cpp: llama.cpp's decoders, run on each prompt's text after this project's (greedy only)."""
     lookup = LookupConfig(tokens=lookup_tokens)
     policy = (lambda: AdaptiveDepth(*adaptive)) if adaptive else (lambda: None)  # noqa: E731
     device = target.device
@@ -161,10 +165,32 @@ def run(target: Target, head, records: list[PromptRecord], tree: TreeConfig, con
             row["hf_prompt_lookup_s"] = round(seconds["hf_lookup"], 4)
         if repeats > 1:
             row["seconds_by_repeat"] = {name: [round(v, 4) for v in t] for name, t in times.items()}
+        if llama_cpp is not None:
+            row["llama_cpp"] = llama_cpp_rows(llama_cpp, target.tokenizer.decode(prompt_ids), config, repeats)
         rows.append(row)
-    return {"summary": summarise(totals, rows, tree, config, drafters), "categories": by_category(rows, drafters),
-            "prompts": rows, "settings": settings(target, head, tree, config, lookup_tokens) | {"repeats": repeats}
-            | budget_settings(budget())}
+    report = {"summary": summarise(totals, rows, tree, config, drafters), "categories": by_category(rows, drafters),
+              "prompts": rows, "settings": settings(target, head, tree, config, lookup_tokens) | {"repeats": repeats}
+              | budget_settings(budget())}
+    if llama_cpp is not None:
+        report["llama_cpp"] = {"model": llama_cpp.model, "head": llama_cpp.head, "errors": llama_cpp.errors,
+                               "commands": {d.name: " ".join(llama_cpp.command(d, "PROMPT.txt", config.max_new_tokens))
+                                            for d in llama_cpp.decoders()},
+                               "summary": summarise_llama_cpp(rows, totals["plain"].tokens_per_s)}
+    return report
+
+
+def llama_cpp_rows(llama_cpp: LlamaCpp, prompt_text: str, config: GenerationConfig, repeats: int) -> dict:
+    """One prompt through each of llama.cpp's decoders: counts, median seconds, and whether each
+    speculative one's text is its plain decoding's."""
+    found = llama_cpp.decode_all(prompt_text, config.max_new_tokens, repeats)
+    plain = found.get("llama_cpp_plain")
+    rows = {}
+    for name, (run, seconds) in found.items():
+        rows[name] = {"prompt_tokens": run.prompt_tokens, "new_tokens": run.new_tokens, "seconds": round(seconds, 4),
+                      "drafted": run.drafted, "accepted": run.accepted, "text": run.text}
+        if plain is not None and name != "llama_cpp_plain":
+            rows[name]["matches_plain"] = run.agrees_with(plain[0])
+    return rows
 
 
 def budget_settings(budget: NodeBudget | None) -> dict:
@@ -326,6 +352,12 @@ def print_table(report: dict) -> None:
         print(f"drafter {name}: {d['tokens_per_s']} tok/s | speedup {d['speedup']:.2f}x | tau {d['tau']:.2f} | "
               f"nodes per round {d['nodes_per_round']} | "
               f"exact match {d['exact_match']} | accepted drafts by source {d['accepted_by_source']}")
+    for name, d in report.get("llama_cpp", {}).get("summary", {}).items():
+        print(f"{name}: {d['tokens_per_s']} tok/s | {d.get('speedup_over_project_plain', '-')}x this project's plain"
+              + (f" | {d.get('speedup_over_its_plain', '-')}x its plain | tau {d['tau']} | "
+                 f"text left its plain decoding's on {d['text_differs_from_its_plain']} prompt(s)" if "tau" in d else ""))
+    for name, error in report.get("llama_cpp", {}).get("errors", {}).items():
+        print(f"{name} stopped: {error}")
     if len(report["categories"]) > 1:
         drafters = list(s.get("drafters", {}))
         print(f"\n{'category':<14} {'prompts':>7} {'eagle3':>7} {'tau':>5} " + "".join(f"{d:>7} " for d in drafters)
@@ -355,6 +387,11 @@ def parse_args(argv=None):
                         help="decode each prompt N times with every decoder in turn and time each by its median "
                              "(steadier per-prompt and per-category figures on a busy machine)")
     parser.add_argument("--no-prompt-lookup", action="store_true", help="skip the Hugging Face prompt-lookup baseline")
+    parser.add_argument("--llama-cpp-head", default=None, metavar="FILE.gguf",
+                        help="the head converted for llama.cpp (python -m eagle3.llamacpp): adds llama.cpp's EAGLE-3 "
+                             "row when llama.cpp is on PATH")
+    parser.add_argument("--no-llama-cpp", action="store_true",
+                        help="leave llama.cpp's rows out even when a build is on PATH")
     parser.add_argument("--sweep", default=None, metavar="depth=A..B",
                         help="also time each fixed depth A..B (node budget scaled with depth)")
     parser.add_argument("--adaptive", action="store_true",
@@ -418,6 +455,18 @@ def print_extras(report: dict) -> None:
         print(f"gain below 1.0 from batch size: {report['batch']['crossover_batch_size']}")
 
 
+def llama_cpp_for(args, tree: TreeConfig, config: GenerationConfig) -> LlamaCpp | None:
+    """llama.cpp's decoders for this run, or None; says on stderr what is left out and why."""
+    if not config.sampling.greedy:
+        llama_cpp, note = None, "llama.cpp: greedy only (its sampler is not this project's); its rows are left out"
+    else:
+        llama_cpp, note = find_llama_cpp(args.target, args.llama_cpp_head, torch.get_num_threads(), tree.depth,
+                                         (LookupConfig.max_ngram, args.prompt_lookup_tokens))
+    if note and (llama_cpp is not None or args.llama_cpp_head):
+        print(note, file=sys.stderr)
+    return llama_cpp
+
+
 def main(argv=None) -> int:
     args = parse_args(argv)
     try:
@@ -434,10 +483,12 @@ def main(argv=None) -> int:
         records = first_per_category(read_prompts(args.prompts), args.per_category)[: args.limit]
         chat, tree = pair.chat_for(target.tokenizer), pair.tree
         config = generation_config(args)
+        llama_cpp = None if args.no_llama_cpp or args.skip_main else llama_cpp_for(args, tree, config)
         bounds = (min(depths), max(depths)) if depths else (1, 10)
         report = {} if args.skip_main else run(target, head, records, tree, config, chat, args.prompt_lookup_tokens,
                                                not args.no_prompt_lookup, adaptive=bounds if args.adaptive else None,
-                                               drafters=drafters, repeats=args.repeats, node_budget=args.node_budget)
+                                               drafters=drafters, repeats=args.repeats, node_budget=args.node_budget,
+                                               llama_cpp=llama_cpp)
         if depths or sizes:
             encoded = encode_records(target, records, chat)
         if depths:

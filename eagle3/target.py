@@ -73,16 +73,17 @@ def exact_bf16(device: torch.device) -> bool:
     layers give each row the same bits for up to 32 rows (measured), so that with
     eagle3.invariant a verified tree or a batch computes what one-token steps do. Other CPUs
     keep float32."""
-    return bf16_supported(device) and (device.type == "cuda" or "amx_bf16" in _cpu_flags())
+    return bf16_supported(device) and (device.type == "cuda" or "amx_bf16" in cpu_info())
 
 
 def _cpu_has_bf16() -> bool:
-    flags = _cpu_flags()
+    flags = cpu_info()
     return "avx512_bf16" in flags or "amx_bf16" in flags
 
 
 @functools.cache
-def _cpu_flags() -> str:
+def cpu_info() -> str:
+    """/proc/cpuinfo's text, with its flags ("" where there is none)."""
     try:
         with open("/proc/cpuinfo", encoding="utf-8") as f:
             return f.read()
