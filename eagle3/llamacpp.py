@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 
 from eagle3.checkpoint import ROOT
 from eagle3.gguf import dequantized, find_gguf
+from eagle3.stats import tokens_per_round, tokens_per_second
 from eagle3.target import cpu_info
 
 END_OF_TEXT = " [end of text]"  # what llama-completion prints when the model ends its reply
@@ -78,8 +79,12 @@ class LlamaCppRun:
     @property
     def tau(self) -> float:
         """Tokens per verification round: each round yields its accepted drafts and one token of the target's."""
-        rounds = self.new_tokens - self.accepted
-        return self.new_tokens / rounds if rounds else 0.0
+        return tokens_per_round(self.accepted, self.new_tokens - self.accepted)
+
+
+def last_line(log: str) -> str:
+    """What a failing program said last, for its error message."""
+    return (log.strip().splitlines() or ["(no output)"])[-1]
 
 
 def _number(pattern: str, log: str, what: str) -> float:
@@ -131,10 +136,6 @@ class LlamaCpp:
     ngram: tuple[int, int] = (3, 10)  # n-gram drafter: the ending looked up, the longest copy
     errors: dict[str, str] = field(default_factory=dict)  # decoder name: why it stopped
 
-    @staticmethod
-    def binary(name: str) -> str | None:
-        return shutil.which(name)
-
     def decoders(self) -> list[LlamaCppDecoder]:
         n, m = self.ngram
         found = [LlamaCppDecoder("llama_cpp_plain", PLAIN_BINARY, ("-no-cnv", "--no-display-prompt")),
@@ -144,27 +145,23 @@ class LlamaCpp:
         if self.head:
             found.insert(1, LlamaCppDecoder("llama_cpp_eagle3", SPECULATIVE_BINARY, (
                 "--spec-type", "draft-eagle3", "-md", self.head, "--spec-draft-n-max", str(self.chain))))
-        return [d for d in found if self.binary(d.binary)]
+        return [d for d in found if shutil.which(d.binary)]
 
     def command(self, decoder: LlamaCppDecoder, prompt_file: str, max_new_tokens: int) -> list[str]:
         # llama-speculative-simple stops after the round that takes it past -n: one fewer gives at least as many
         budget = max_new_tokens - 1 if decoder.speculative else max_new_tokens
-        return [self.binary(decoder.binary), "-m", self.model, "-f", prompt_file, "-n", str(budget), "--temp", "0",
+        return [shutil.which(decoder.binary), "-m", self.model, "-f", prompt_file, "-n", str(budget), "--temp", "0",
                 "-t", str(self.threads), "-c", "4096", *repack_flags(), *decoder.flags]
 
-    def decode(self, decoder: LlamaCppDecoder, prompt_text: str, max_new_tokens: int) -> LlamaCppRun:
-        with tempfile.NamedTemporaryFile("w", suffix=".txt", encoding="utf-8", delete=False) as f:
-            f.write(prompt_text)
+    def decode(self, decoder: LlamaCppDecoder, prompt_file: str, prompt_text: str, max_new_tokens: int) -> LlamaCppRun:
+        """One run on the prompt that `prompt_file` holds (its text is `prompt_text`)."""
         try:
-            done = subprocess.run(self.command(decoder, f.name, max_new_tokens), capture_output=True, text=True,
+            done = subprocess.run(self.command(decoder, prompt_file, max_new_tokens), capture_output=True, text=True,
                                   errors="replace", timeout=RUN_TIMEOUT_S)
         except subprocess.TimeoutExpired:
             raise ValueError(f"llama.cpp: {decoder.binary} ran past {RUN_TIMEOUT_S} s") from None
-        finally:
-            os.unlink(f.name)
         if done.returncode != 0:
-            last = (done.stderr.strip().splitlines() or ["(no output)"])[-1]
-            raise ValueError(f"llama.cpp: {decoder.binary} exited with {done.returncode}: {last}")
+            raise ValueError(f"llama.cpp: {decoder.binary} exited with {done.returncode}: {last_line(done.stderr)}")
         if decoder.speculative:
             return parse_speculative(done.stdout, done.stderr, prompt_text)
         return parse_plain(done.stdout, done.stderr)
@@ -173,15 +170,21 @@ class LlamaCpp:
         """Every decoder in turn, the whole round `repeats` times: each one's first run and its median seconds.
         A decoder that fails is named in `errors` with the reason and left out from then on; the others go on."""
         runs: dict[str, list[LlamaCppRun]] = {}
-        for _ in range(repeats):
-            for decoder in self.decoders():
-                if decoder.name in self.errors:
-                    continue
-                try:
-                    runs.setdefault(decoder.name, []).append(self.decode(decoder, prompt_text, max_new_tokens))
-                except ValueError as error:
-                    self.errors[decoder.name] = str(error)
-                    runs.pop(decoder.name, None)
+        with tempfile.NamedTemporaryFile("w", suffix=".txt", encoding="utf-8", delete=False) as f:
+            f.write(prompt_text)  # one file for all the prompt's runs
+        try:
+            for _ in range(repeats):
+                for decoder in self.decoders():
+                    if decoder.name in self.errors:
+                        continue
+                    try:
+                        runs.setdefault(decoder.name, []).append(
+                            self.decode(decoder, f.name, prompt_text, max_new_tokens))
+                    except ValueError as error:
+                        self.errors[decoder.name] = str(error)
+                        runs.pop(decoder.name, None)
+        finally:
+            os.unlink(f.name)
         return {name: (r[0], statistics.median(x.seconds for x in r)) for name, r in runs.items()}
 
 
@@ -210,13 +213,13 @@ def summarise(rows: list[dict], plain_tokens_per_s: float) -> dict:
         chosen = [row["llama_cpp"][name] for row in rows if name in row["llama_cpp"]]
         seconds = sum(r["seconds"] for r in chosen)
         tokens = sum(r["new_tokens"] for r in chosen)
-        rate = tokens / seconds if seconds else 0.0
+        rate = tokens_per_second(tokens, seconds)
         entry = {"prompts": len(chosen), "tokens_per_s": round(rate, 2), "seconds": round(seconds, 3)}
         if len(chosen) == len(rows) and rate:
             entry["speedup_over_project_plain"] = round(rate / plain_tokens_per_s, 4)
         if name != "llama_cpp_plain":
             accepted = sum(r["accepted"] for r in chosen)
-            entry["tau"] = round(tokens / (tokens - accepted), 4) if tokens > accepted else None
+            entry["tau"] = round(tokens_per_round(accepted, tokens - accepted), 4) if tokens > accepted else None
             entry["drafted"], entry["accepted"] = sum(r["drafted"] for r in chosen), accepted
             entry["text_differs_from_its_plain"] = sum(r.get("matches_plain") is False for r in chosen)
         table[name] = entry
@@ -240,8 +243,7 @@ def export_head(converter: str, head: str, target: str, out: str, outtype: str =
     done = subprocess.run([sys.executable, converter, head, "--target-model-dir", dequantized(gguf),
                            "--outtype", outtype, "--outfile", out], capture_output=True, text=True, errors="replace")
     if done.returncode != 0:
-        last = (done.stderr.strip().splitlines() or ["(no output)"])[-1]
-        raise ValueError(f"llama.cpp's converter failed: {last}")
+        raise ValueError(f"llama.cpp's converter failed: {last_line(done.stderr)}")
 
 
 def main(argv=None) -> int:
