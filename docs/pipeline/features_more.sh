@@ -6,15 +6,14 @@
 # part (a part already done costs a model load). Stored in bfloat16, which is what the head
 # reads under bfloat16 training, at half float32's disk. Run it in the background:
 #   nohup setsid docs/pipeline/features_more.sh > runs/features/features.log 2>&1 &
-# Its process group id is in runs/features/features.pid (kill -STOP / -CONT around timings).
+# FEATURE_PARTS=n stops after the first n parts (the 10k point's 11 come first).
 cd "$(dirname "$0")/../.."
 mkdir -p runs/features
-echo $$ > runs/features/features.pid
 export PYTHONPATH=.
 # The target's arithmetic while extracting: bfloat16, 2.3x faster than float32 here, and what
 # inference runs on AMX (docs/training_pipeline.md, "Features in bfloat16").
 DTYPE=${DTYPE:-bfloat16}
-for part in assets/data/replies_first/part-*.jsonl.gz assets/data/replies_more/part-*.jsonl.gz; do
+for part in $(ls assets/data/replies_first/part-*.jsonl.gz assets/data/replies_more/part-*.jsonl.gz | head -n "${FEATURE_PARTS:-1000}"); do
   out="runs/features/$(basename "$(dirname "$part")")/$(basename "$part" .jsonl.gz)"
   python3 -m eagle3.features --target checkpoints/smollm2 --data "$part" --out "$out" --dtype "$DTYPE" \
     --save-dtype bfloat16 --max-length 768 --batch-size 8 || exit 1
