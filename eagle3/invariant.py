@@ -29,7 +29,9 @@ stock `F.linear` reorders them again at every call, which for the one-row produc
 plain decoding doubles the memory traffic (measured on AMX: 131 against 69 microseconds a
 1536 x 576 product with cold caches). The prepacked product gives a row the bits of the
 stock one-row product, and each of up to 64 rows the bits it gets alone (every SmolLM2
-shape, 2 threads); tests/test_invariant.py checks the decoders bit for bit on top.
+shape, 2 threads); tests/test_invariant.py checks the decoders bit for bit on top. Layers
+that read one input (q/k/v, gate/up) multiply as one product on their stacked weights
+(`SharedInput`): 121 oneDNN calls a SmolLM2 token instead of 211, with the same bits.
 """
 
 from __future__ import annotations
@@ -63,49 +65,124 @@ AttentionInterface.register(NAME, invariant_attention)
 AttentionMaskInterface.register(NAME, eager_mask)
 
 
+def prepackable(weight: torch.Tensor) -> bool:
+    """Whether a product on this weight runs prepacked: bfloat16 on a CPU, no gradient wanted."""
+    return weight.dtype == torch.bfloat16 and weight.device.type == "cpu" and not (
+        torch.is_grad_enabled() and weight.requires_grad)
+
+
+def packed_product(weight: torch.Tensor, bias: torch.Tensor | None):
+    """rows [M, in] -> [M, out] on `weight` [out, in] reordered once into oneDNN's layout."""
+    packed = torch.ops.mkldnn._reorder_linear_weight(weight.detach(), 1)
+    return lambda rows: torch.ops.mkldnn._linear_pointwise(rows, packed, bias, "none", [], "")
+
+
+def by_rows(product, x: torch.Tensor, max_rows: int | None) -> torch.Tensor:
+    """x [..., in] -> [..., out]: `product` over x's rows, at most max_rows at a time."""
+    rows = x.reshape(-1, x.shape[-1])
+    out = torch.cat([product(chunk) for chunk in rows.split(max_rows)]) if max_rows and len(rows) > max_rows else product(rows)
+    return out.view(*x.shape[:-1], out.shape[-1])
+
+
 class PrepackedLinear(torch.nn.Linear):
     """nn.Linear on its weight prepacked for oneDNN where it is bfloat16 on a CPU and no
-    gradient is wanted; elsewhere the stock product. Same weights, same state dict."""
+    gradient is wanted; elsewhere the stock product. Same weights, same state dict. A layer
+    in a SharedInput takes its columns of the group's one product."""
+
+    max_rows: int | None = None  # rows per product; None: all at once
+    shared_input: SharedInput | None = None
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        product = self.prepacked_product()
-        if product is None:
+        if self.shared_input is not None and prepackable(self.weight):
+            return self.shared_input.output(self, x)
+        if prepackable(self.weight):
+            return by_rows(self.prepacked_product(), x, self.max_rows)
+        if self.max_rows is None:
             return F.linear(x, self.weight, self.bias)
-        out = product(x.reshape(-1, x.shape[-1]))
-        return out.view(*x.shape[:-1], out.shape[-1])
+        return by_rows(lambda rows: F.linear(rows, self.weight, self.bias), x, self.max_rows)
 
     def prepacked_product(self):
-        """rows [M, in] -> [M, out] on the prepacked weight (made again if the weight changed);
-        None where there is none to make (not bfloat16 on a CPU) or gradients are wanted."""
-        weight = self.weight
-        if weight.dtype != torch.bfloat16 or weight.device.type != "cpu" or (
-                torch.is_grad_enabled() and weight.requires_grad):
-            return None
-        key = (weight.data_ptr(), weight._version)
+        """rows [M, in] -> [M, out] on the prepacked weight, made again if the weight changed."""
+        key = (self.weight.data_ptr(), self.weight._version)
         if getattr(self, "_packed_key", None) != key:
-            self._packed = torch.ops.mkldnn._reorder_linear_weight(weight.detach(), 1)
-            self._packed_key = key
-        packed, bias = self._packed, self.bias
-        return lambda rows: torch.ops.mkldnn._linear_pointwise(rows, packed, bias, "none", [], "")
+            self._packed, self._packed_key = packed_product(self.weight, self.bias), key
+        return self._packed
 
 
 class RowInvariantLinear(PrepackedLinear):
     """A PrepackedLinear that multiplies at most GEMM_ROWS rows per product, so each row gets
     the bits it would get alone. `make_row_invariant` turns a model's linear layers into it."""
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        rows = x.reshape(-1, x.shape[-1])  # [M, in]
-        product = self.prepacked_product() or (lambda chunk: F.linear(chunk, self.weight, self.bias))
-        out = torch.cat([product(chunk) for chunk in rows.split(GEMM_ROWS)]) if len(rows) > GEMM_ROWS else product(rows)
-        return out.view(*x.shape[:-1], out.shape[-1])
+    max_rows = GEMM_ROWS
+
+
+# Linear layers of one module that read the same input: attention's projections, the MLP's
+# gate and up (Llama, Qwen, Mistral and the EAGLE-3 head name them so).
+SHARED_INPUTS = (("q_proj", "k_proj", "v_proj"), ("gate_proj", "up_proj"))
+
+
+class SharedInput:
+    """Linear layers that read one input, multiplied as one product on their stacked weights:
+    one oneDNN call instead of two or three, which for the small one-row products of
+    decoding costs about as much as one of them (their fixed cost per call dominates). The
+    first layer called computes every member's columns; the others take theirs while the
+    input is the same tensor object, so the result never depends on the order of the calls,
+    and the stored product is dropped once each member has taken its part. On AMX the
+    columns have the bits of each member's own product (measured, every SmolLM2 shape);
+    exactness needs only that the stacked product gives a row the same bits whatever the
+    number of rows, which tests/test_invariant.py checks through the decoders."""
+
+    def __init__(self, members: list[PrepackedLinear]):
+        self.members = members
+        edges = [0]
+        for member in members:
+            edges.append(edges[-1] + member.out_features)
+        self.columns = {id(member): slice(a, b) for member, a, b in zip(members, edges, edges[1:])}
+        self._input, self._waiting = None, []
+
+    def output(self, member: PrepackedLinear, x: torch.Tensor) -> torch.Tensor:
+        """x [..., in] -> member's x @ W.T + b [..., out], bits of the stacked product."""
+        if not (x is self._input and id(member) in self._waiting):
+            self._output = by_rows(self.prepacked_product(), x, member.max_rows)
+            self._input = x
+            self._waiting = [id(m) for m in self.members]
+        self._waiting.remove(id(member))
+        out = self._output[..., self.columns[id(member)]]
+        if not self._waiting:  # every member has its part: let the input and product go
+            self._input = self._output = None
+        return out
+
+    def prepacked_product(self):
+        key = tuple((m.weight.data_ptr(), m.weight._version) for m in self.members)
+        if getattr(self, "_packed_key", None) != key:
+            weight = torch.cat([m.weight.detach() for m in self.members])
+            bias = None if self.members[0].bias is None else torch.cat([m.bias.detach() for m in self.members])
+            self._packed, self._packed_key = packed_product(weight, bias), key
+        return self._packed
+
+
+def share_inputs(model: torch.nn.Module) -> None:
+    """Group the model's PrepackedLinear layers that read one input (SHARED_INPUTS), where
+    they agree on input width, dtype, device and whether they have a bias."""
+    for module in model.modules():
+        for names in SHARED_INPUTS:
+            members = [getattr(module, name, None) for name in names]
+            if not all(isinstance(m, PrepackedLinear) for m in members):
+                continue
+            if len({(m.in_features, m.weight.dtype, m.weight.device, m.bias is None, m.max_rows) for m in members}) == 1:
+                group = SharedInput(members)
+                for m in members:
+                    m.shared_input = group
 
 
 def prepack_linears(model: torch.nn.Module, kind: type[PrepackedLinear] = PrepackedLinear) -> None:
     """Give every nn.Linear of the model the forward of `kind`, in place (only the class
-    changes). The EAGLE-3 head takes PrepackedLinear: its drafts need speed, not invariance."""
+    changes), and layers that read one input one product (SharedInput). The EAGLE-3 head
+    takes PrepackedLinear: its drafts need speed, not invariance."""
     for module in model.modules():
         if type(module) is torch.nn.Linear:
             module.__class__ = kind
+    share_inputs(model)
 
 
 def make_row_invariant(model: torch.nn.Module) -> None:

@@ -7,7 +7,7 @@ import torch
 
 from eagle3 import GenerationConfig, TreeConfig, collect, collect_rows, decode, drafter_named
 from eagle3.decoding import prefill
-from eagle3.invariant import NAME, RowInvariantLinear
+from eagle3.invariant import NAME, PrepackedLinear, RowInvariantLinear, SharedInput, prepack_linears
 from eagle3.target import Target, exact_bf16, set_arithmetic
 from eagle3.tree import DraftTree, stack_trees
 from tests.models import make_head, make_target
@@ -103,6 +103,43 @@ def test_bf16_cpu_targets_get_the_invariant_attention_and_linear_layers():
     float32 = make_target("llama")  # keeps its own
     assert float32.model.config._attn_implementation != NAME
     assert type(float32.model.lm_head) is torch.nn.Linear
+
+
+def test_layers_that_read_one_input_are_one_product():
+    """q/k/v and gate/up multiply once, stacked; each takes its own columns, in any order of
+    the calls, with the bits of its own product, and nothing stays held afterwards."""
+    target = bf16_target(**WIDE)
+    layer = target.layers[0]
+    group = layer.self_attn.q_proj.shared_input
+    assert isinstance(group, SharedInput) and group is layer.self_attn.v_proj.shared_input
+    assert layer.mlp.gate_proj.shared_input is layer.mlp.up_proj.shared_input is not None
+    assert layer.self_attn.o_proj.shared_input is None and layer.mlp.down_proj.shared_input is None
+    x = torch.randn(40, WIDE["hidden_size"], dtype=torch.bfloat16)  # more than GEMM_ROWS rows
+
+    def alone(rows, m):  # each row's stock one-row product
+        return torch.cat([torch.nn.functional.linear(row, m.weight) for row in rows.split(1)])
+
+    with torch.no_grad():
+        for order in (group.members, group.members[::-1]):
+            shared = {id(m): m(x) for m in order}
+            assert group._input is None
+            for m in group.members:
+                assert torch.equal(shared[id(m)], alone(x, m))
+        # A member called again (or alone) computes afresh rather than reusing a stale product.
+        q, k = group.members[:2]
+        q(x)  # k and v now wait for x
+        assert torch.equal(q(x + 1), alone(x + 1, q))  # q again, on another input
+        assert torch.equal(k(x), alone(x, k))  # x is no longer held
+
+
+def test_layers_that_differ_are_not_grouped():
+    module = torch.nn.Module()
+    module.q_proj, module.k_proj = torch.nn.Linear(8, 8, bias=False), torch.nn.Linear(8, 4, bias=False)
+    module.v_proj = torch.nn.Linear(8, 4, bias=True)  # a bias the others lack
+    module.gate_proj, module.up_proj = torch.nn.Linear(8, 16), torch.nn.Linear(8, 16)
+    prepack_linears(module)
+    assert all(isinstance(m, PrepackedLinear) for m in module.children())
+    assert module.q_proj.shared_input is None and module.gate_proj.shared_input is module.up_proj.shared_input
 
 
 def test_tree_verification_is_bitwise_one_token_steps():
