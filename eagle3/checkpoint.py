@@ -44,7 +44,8 @@ def expected_shapes(config: Eagle3Config) -> dict[str, tuple[int, ...]]:
     hidden, heads, kv_heads, head_dim = (
         config.hidden_size, config.num_attention_heads, config.num_key_value_heads, config.head_dim,
     )
-    return {
+    fc_norm = {f"fc_norm.{i}.weight": (config.target_hidden_size,) for i in range(3)} if config.fc_norm else {}
+    return fc_norm | {
         "fc.weight": (hidden, 3 * config.target_hidden_size),
         "midlayer.hidden_norm.weight": (hidden,),
         "midlayer.input_layernorm.weight": (hidden,),

@@ -15,6 +15,12 @@ A head on the default layers (2, L // 2, L - 3), which both engines and this pro
 assume when none are named, is written without ids. When the draft vocabulary is the
 whole vocabulary, vLLM has no `d2t` parameter (it refuses the file), so its export leaves
 the maps out; SGLang reads them either way.
+
+An EAGLE 3.1 head (`fc_norm`, `norm_output` in config.json; eagle3.head) keeps its
+`fc_norm.{0,1,2}.weight` at the top level, like `fc.weight`, where both engines look for
+them: vLLM from its EAGLE 3.1 support on (PR 42764; PR 46488 for the speculators format),
+SGLang from PR 24663 (May 2026). An older SGLang drops those weights without a word and
+drafts badly, so serve such a head with a recent one.
 """
 
 from __future__ import annotations

@@ -7,6 +7,11 @@
 
 The pre-norm output h is fed back as the next step's feature, so only target features go
 through `fc`. A draft token id d is target token d + d2t[d].
+
+EAGLE 3.1 (config.json `fc_norm`, `norm_output`; read by vLLM, SGLang and TensorRT-LLM)
+adds two norms against the drift of deep drafts: `fc_norm`, an RMSNorm on each of the three
+target features before `fc` (their scales differ by layer), and `norm_output`, the step's
+output taken after `norm`, so that the next step and `lm_head` read the normalised state.
 """
 
 from __future__ import annotations
@@ -75,6 +80,8 @@ class Eagle3Config:
     aux_layer_ids: tuple[int, int, int] | None = None
     architecture: str = "LlamaForCausalLMEagle3"
     torch_dtype: str = "float32"
+    fc_norm: bool = False  # EAGLE 3.1 (module docstring)
+    norm_output: bool = False
     extra: dict = field(default_factory=dict)  # other config.json fields, written back as read
 
     def __post_init__(self):
@@ -130,6 +137,8 @@ class Eagle3Config:
             aux_layer_ids=aux,
             architecture=architectures[0],
             torch_dtype=str(raw.get("torch_dtype") or raw.get("dtype") or "float32"),
+            fc_norm=bool(raw.get("fc_norm", False)),
+            norm_output=bool(raw.get("norm_output", False)),
             extra={k: v for k, v in raw.items() if k not in known},
         )
 
@@ -138,6 +147,9 @@ class Eagle3Config:
         fields = asdict(self)
         raw = dict(fields.pop("extra"))
         aux = fields.pop("aux_layer_ids")
+        for flag in ("fc_norm", "norm_output"):  # written only when set: EAGLE-3 heads keep their exact format
+            if not fields[flag]:
+                del fields[flag]
         raw.update(fields)
         raw.update(architectures=[raw.pop("architecture")], model_type="llama", num_hidden_layers=1,
                    tie_word_embeddings=False)
@@ -238,6 +250,8 @@ class Eagle3Head(nn.Module):
         super().__init__()
         self.config = config
         self.fc = nn.Linear(3 * config.target_hidden_size, config.hidden_size, bias=False)
+        self.fc_norm = nn.ModuleList([LlamaRMSNorm(config.target_hidden_size, eps=config.rms_norm_eps)
+                                      for _ in range(3)]) if config.fc_norm else None
         self.midlayer = Eagle3DecoderLayer(config)
         self.norm = LlamaRMSNorm(config.hidden_size, eps=config.rms_norm_eps)
         self.lm_head = nn.Linear(config.hidden_size, config.draft_vocab_size, bias=False)
@@ -267,6 +281,8 @@ class Eagle3Head(nn.Module):
 
     def project(self, features: torch.Tensor) -> torch.Tensor:
         """Fused target features [.., 3 * target_hidden] -> draft hidden [.., H]."""
+        if self.fc_norm is not None:  # each feature (low, mid, high) normalised on its own
+            features = torch.cat([norm(chunk) for norm, chunk in zip(self.fc_norm, features.chunk(3, dim=-1))], dim=-1)
         return self.fc(features.to(self.fc.weight.dtype))
 
     def forward(self, hidden, token_ids, position_ids, mask=None, cache: PreallocatedLayer | None = None):
@@ -274,11 +290,12 @@ class Eagle3Head(nn.Module):
         feature's position) at position_ids [B, n]; returns the new hidden [B, n, H]."""
         embeds = self.embed(token_ids).to(hidden.dtype)
         cos, sin = self.rotary(hidden, position_ids)
-        return self.midlayer(embeds, hidden, cos, sin, mask, cache)
+        out = self.midlayer(embeds, hidden, cos, sin, mask, cache)
+        return self.norm(out) if self.config.norm_output else out
 
     def logits(self, hidden: torch.Tensor) -> torch.Tensor:
-        """[.., H] -> [.., draft_vocab_size] logits over the draft vocabulary."""
-        return self.lm_head(self.norm(hidden))
+        """[.., H] (a step's output) -> [.., draft_vocab_size] logits over the draft vocabulary."""
+        return self.lm_head(hidden if self.config.norm_output else self.norm(hidden))
 
     def to_target_ids(self, draft_ids: torch.Tensor) -> torch.Tensor:
         return draft_ids + self.d2t[draft_ids]

@@ -56,10 +56,13 @@ def build_draft_vocab(examples: list[Example], vocab_size: int, draft_vocab_size
     return chosen - torch.arange(draft_vocab_size), t2d
 
 
-def new_head(target: Target, draft_vocab_size: int, seed: int) -> Eagle3Head:
-    """A freshly initialised head shaped like one decoder layer of the target."""
+def new_head(target: Target, draft_vocab_size: int, seed: int, eagle31: bool = False) -> Eagle3Head:
+    """A freshly initialised head shaped like one decoder layer of the target; eagle31 adds
+    EAGLE 3.1's norms (eagle3.head)."""
     torch.manual_seed(seed)
-    head = Eagle3Head(Eagle3Config.for_target(target.config, draft_vocab_size), target.input_embeddings)
+    config = Eagle3Config.for_target(target.config, draft_vocab_size)
+    config.fc_norm = config.norm_output = eagle31
+    head = Eagle3Head(config, target.input_embeddings)
     for module in head.modules():
         if isinstance(module, torch.nn.Linear):
             torch.nn.init.normal_(module.weight, std=0.02)
@@ -220,6 +223,9 @@ def parse_args(argv=None):
     parser.add_argument("--lr", type=float, default=1e-4)
     parser.add_argument("--warmup", type=int, default=50)
     parser.add_argument("--grad-clip", type=float, default=0.5)
+    parser.add_argument("--eagle-3.1", dest="eagle31", action="store_true",
+                        help="a new head with EAGLE 3.1's norms: an RMSNorm on each target feature before fc, and "
+                             "each step's output taken after the final norm (vLLM, SGLang and TensorRT-LLM read it)")
     parser.add_argument("--ttt-steps", type=int, default=7)
     parser.add_argument("--decay", type=float, default=0.8)
     parser.add_argument("--loss", default="kl", choices=sorted(OBJECTIVES),
@@ -260,6 +266,9 @@ def main(argv=None) -> int:
         if initial and args.draft_vocab_size not in (None, initial.config.draft_vocab_size):
             raise ValueError(f"--draft-vocab-size {args.draft_vocab_size} differs from the "
                              f"{initial.config.draft_vocab_size} of the head in --init {args.init}")
+        if initial and args.eagle31 and not initial.config.fc_norm:
+            raise ValueError(f"--eagle-3.1: the head in --init {args.init} has no EAGLE 3.1 norms; "
+                             "train a new head with it, or leave it out")
     except (ValueError, FileNotFoundError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
@@ -272,7 +281,7 @@ def main(argv=None) -> int:
     else:
         draft_vocab_size = args.draft_vocab_size or min(32000, target.vocab_size)
         d2t, t2d = build_draft_vocab(examples, target.vocab_size, draft_vocab_size)
-        head = new_head(target, draft_vocab_size, args.seed)
+        head = new_head(target, draft_vocab_size, args.seed, args.eagle31)
         head.d2t.copy_(d2t)
         head.t2d.copy_(t2d)
     head.to(device).train()

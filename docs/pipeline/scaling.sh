@@ -5,12 +5,12 @@
 # all of its data, starting from the stage before's head; every head is measured on the
 # project's chat set and on MT-bench (docs/pipeline/stage.sh). The 4k point is the shipped
 # head (checkpoints/smollm2-eagle3); the 10k stage trains a new head.
-#   [LOSS=lk-lambda] docs/pipeline/scaling.sh [STAGE ...]     (default: 10k 20k 40k)
-# With a LOSS other than kl (eagle3.train --loss) the stages are named 10k-LOSS and so on, a
-# curve of their own. Resumable (stage.sh). Run it with nothing else on the cores.
+#   [RECIPE=name TRAIN_ARGS="eagle3.train arguments"] docs/pipeline/scaling.sh [STAGE ...]
+# (default stages: 10k 20k 40k). A RECIPE names a change to the training (TRAIN_ARGS, e.g.
+# "--loss lk-lambda" or "--eagle-3.1"): its stages are named 10k-RECIPE and so on, a curve of
+# their own. Resumable (stage.sh). Run it with nothing else on the cores.
 cd "$(dirname "$0")/../.."
-loss=${LOSS:-kl}
-suffix=$([ "$loss" = kl ] || echo "-$loss")
+suffix=${RECIPE:+-$RECIPE}
 # feature folders per stage (10k: the first set and 6 new parts; 20k: 16 new; 40k: all)
 declare -A COUNT=([10k]=11 [20k]=21 [40k]=$(ls assets/data/replies_first/part-* assets/data/replies_more/part-* | wc -l))
 declare -A INIT=([10k]=- [20k]=runs/scaling/10k$suffix/head [40k]=runs/scaling/20k$suffix/head)
@@ -18,5 +18,6 @@ stages=("$@")
 [ ${#stages[@]} -gt 0 ] || stages=(10k 20k 40k)
 docs/pipeline/stage.sh 4k measure checkpoints/smollm2-eagle3 || exit 1
 for stage in "${stages[@]}"; do
-  docs/pipeline/stage.sh "$stage$suffix" "${COUNT[$stage]}" "${INIT[$stage]}" --loss "$loss" || exit 1
+  # shellcheck disable=SC2086  # TRAIN_ARGS is a list of arguments
+  docs/pipeline/stage.sh "$stage$suffix" "${COUNT[$stage]}" "${INIT[$stage]}" ${TRAIN_ARGS:-} || exit 1
 done

@@ -2,7 +2,7 @@
 
     python docs/pipeline/scaling_report.py [--runs runs/scaling] [--html docs/figures/scaling.html]
 
-Prints a Markdown table (one row per point, loss and prompt set: tau and speedup of EAGLE-3
+Prints a Markdown table (one row per point, recipe and prompt set: tau and speedup of EAGLE-3
 and the hybrid, acceptance by draft position) and writes an HTML figure of tau against the
 number of training conversations (plotly.js from its CDN, to keep the file small). Points not measured yet are left out.
 """
@@ -21,10 +21,10 @@ SETS = {"chat": "chat set (20 prompts)", "mtbench": "MT-bench (32 questions)"}
 
 
 def read_rows(runs: str) -> list[dict]:
-    """One row per measured head and prompt set; a head's folder is POINT or POINT-LOSS (scaling.sh)."""
+    """One row per measured head and prompt set; a head's folder is POINT or POINT-RECIPE (scaling.sh)."""
     rows = []
     for folder in sorted(os.listdir(runs) if os.path.isdir(runs) else []):
-        point, _, loss = folder.partition("-")
+        point, _, recipe = folder.partition("-")
         if point not in POINTS:
             continue
         for name in SETS:
@@ -34,18 +34,18 @@ def read_rows(runs: str) -> list[dict]:
             with open(path, encoding="utf-8") as f:
                 summary = json.load(f)["summary"]
             hybrid = summary["drafters"]["hybrid"]
-            rows.append({"point": point, "loss": loss or "kl", "conversations": POINTS[point], "set": name,
+            rows.append({"point": point, "recipe": recipe or "EAGLE-3", "conversations": POINTS[point], "set": name,
                          "eagle3_tau": summary["tau"], "hybrid_tau": hybrid["tau"],
                          "eagle3_speedup": summary["speedup"], "hybrid_speedup": hybrid["speedup"],
                          "acceptance": summary["acceptance_by_position"]})
-    return sorted(rows, key=lambda r: (r["set"], r["loss"], r["conversations"]))
+    return sorted(rows, key=lambda r: (r["set"], r["recipe"], r["conversations"]))
 
 
 def markdown(rows: list[dict]) -> str:
-    lines = ["| conversations | loss | prompts | EAGLE-3 tau | hybrid tau | EAGLE-3 speedup | hybrid speedup | acceptance by position |",
+    lines = ["| conversations | recipe | prompts | EAGLE-3 tau | hybrid tau | EAGLE-3 speedup | hybrid speedup | acceptance by position |",
              "| --- | --- | --- | --- | --- | --- | --- | --- |"]
     for r in rows:
-        lines.append(f"| {r['conversations']:,} | {r['loss']} | {SETS[r['set']]} | {r['eagle3_tau']:.2f} | {r['hybrid_tau']:.2f} | "
+        lines.append(f"| {r['conversations']:,} | {r['recipe']} | {SETS[r['set']]} | {r['eagle3_tau']:.2f} | {r['hybrid_tau']:.2f} | "
                      f"{r['eagle3_speedup']:.2f}x | {r['hybrid_speedup']:.2f}x | "
                      + " / ".join(f"{a:.2f}" for a in r["acceptance"]) + " |")
     return "\n".join(lines)
@@ -54,13 +54,13 @@ def markdown(rows: list[dict]) -> str:
 def figure(rows: list[dict]) -> go.Figure:
     fig = go.Figure()
     for name, label in SETS.items():
-        for loss in sorted({r["loss"] for r in rows}):
-            # The 4k point (the shipped head, trained with kl) starts every loss's curve.
-            chosen = [r for r in rows if r["set"] == name and (r["loss"] == loss or r["point"] == "4k")]
+        for recipe in sorted({r["recipe"] for r in rows}):
+            # The 4k point (the shipped head, EAGLE-3's recipe) starts every recipe's curve.
+            chosen = [r for r in rows if r["set"] == name and (r["recipe"] == recipe or r["point"] == "4k")]
             for drafter, dash in (("eagle3", "solid"), ("hybrid", "dot")):
                 fig.add_trace(go.Scatter(x=[r["conversations"] for r in chosen], y=[r[f"{drafter}_tau"] for r in chosen],
                                          mode="lines+markers", line={"dash": dash},
-                                         name=f"{'EAGLE-3' if drafter == 'eagle3' else 'hybrid'}, {label}, {loss}"))
+                                         name=f"{'EAGLE-3' if drafter == 'eagle3' else 'hybrid'}, {label}, {recipe}"))
     fig.update_layout(title="SmolLM2-135M-Instruct's EAGLE-3 head: tau against training conversations",
                       xaxis={"title": "training conversations", "type": "log"},
                       yaxis={"title": "tau (tokens per round)"}, template="plotly_white")
