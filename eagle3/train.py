@@ -304,7 +304,7 @@ def main(argv=None) -> int:
     # makes the update that of the whole batch in one process.
     normalizer = (lambda count: accelerator.reduce(count, "sum") / processes) if processes > 1 else None
     fields = ["step", "epoch", "lr", "loss"] + [f"{name}_{i}" for name in ("loss", "acc", "accept")
-                                               for i in range(args.ttt_steps)]
+                                               for i in range(args.ttt_steps)] + ["seconds"]
     log = CsvLog(os.path.join(args.work, "log.csv"), fields) if main_process else None
     if main_process:
         print(f"{len(examples)} examples, draft vocabulary {draft_vocab_size} of {target.vocab_size}, "
@@ -316,6 +316,7 @@ def main(argv=None) -> int:
     bar = tqdm(range(step, total_steps), initial=step, total=total_steps, desc="train", dynamic_ncols=True,
                disable=not main_process)
     for step in bar:
+        started = time.perf_counter()  # the step's wall time goes to the log: a run's hours are their sum
         if not batches:  # a new pass over the data, in a seeded order
             batches = length_bucketed_batches(lengths, args.batch_size, generator)
         indices = batches.pop()
@@ -340,7 +341,8 @@ def main(argv=None) -> int:
             log.write(step=done, epoch=f"{done / steps_per_epoch:.3f}", lr=f"{lr:.3e}", loss=f"{loss.item():.4f}",
                       **{f"loss_{i}": f"{v:.4f}" for i, v in enumerate(losses.tolist())},
                       **{f"acc_{i}": f"{v:.4f}" for i, v in enumerate(accuracies.tolist())},
-                      **{f"accept_{i}": f"{v:.4f}" for i, v in enumerate(acceptances.tolist())})
+                      **{f"accept_{i}": f"{v:.4f}" for i, v in enumerate(acceptances.tolist())},
+                      seconds=f"{time.perf_counter() - started:.3f}")
         if (done % args.save_every == 0 or done == total_steps) and main_process:
             save_state(state_path, head, optimizer, done, data_rng=generator.get_state())
             save_head(head, args.out, DTYPES[args.save_dtype])

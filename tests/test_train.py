@@ -98,7 +98,8 @@ def test_trainer_smoke(tmp_path, tokenizer, capsys):
     assert train_main(args + ["--max-steps", "20"]) == 0
     log = (tmp_path / "work" / "log.csv").read_text().splitlines()
     header, rows = log[0].split(","), [dict(zip(log[0].split(","), r.split(","))) for r in log[1:]]
-    assert header[:4] == ["step", "epoch", "lr", "loss"] and "acc_2" in header
+    assert header[:4] == ["step", "epoch", "lr", "loss"] and "acc_2" in header and header[-1] == "seconds"
+    assert all(float(r["seconds"]) > 0 for r in rows)
     first, last = sum(float(r["loss"]) for r in rows[:3]) / 3, sum(float(r["loss"]) for r in rows[-3:]) / 3
     assert last < first - 0.05, (first, last)
 
