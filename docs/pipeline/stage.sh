@@ -25,6 +25,6 @@ elif [ ! -f "$head/config.json" ]; then
     --batch-size 8 --lr 8e-4 --warmup 30 --save-every 40 --save-dtype bfloat16 --max-length 768 --seed 0 "$@" || exit 1
 fi
 [ -f "$dir/chat.json" ] || python3 -m eagle3.bench --draft "$head" --prompts assets/prompts/chat.jsonl --per-category 2 \
-  --drafters hybrid --no-prompt-lookup --json "$dir/chat.json" || exit 1
+  --drafters hybrid --no-prompt-lookup --no-llama-cpp --json "$dir/chat.json" || exit 1
 [ -f "$dir/mtbench.json" ] || python3 -m eagle3.bench --draft "$head" --prompts mtbench --per-category 4 \
-  --drafters hybrid --no-prompt-lookup --json "$dir/mtbench.json" || exit 1
+  --drafters hybrid --no-prompt-lookup --no-llama-cpp --json "$dir/mtbench.json" || exit 1
