@@ -2,16 +2,19 @@
 
     python docs/pipeline/scaling_report.py [--runs runs/scaling] [--html docs/figures/scaling.html]
 
-Prints a Markdown table (one row per point, recipe and prompt set: tau and speedup of EAGLE-3
-and the hybrid, acceptance by draft position) and writes an HTML figure of tau against the
+Prints a Markdown table of the training runs (steps, hours, acceptance on the training
+batches), one of the benches (one row per point, recipe and prompt set: tau and speedup of
+EAGLE-3 and the hybrid, acceptance by draft position) and writes an HTML figure of tau against the
 number of training conversations (plotly.js from its CDN, to keep the file small). Points not measured yet are left out.
 """
 
 from __future__ import annotations
 
 import argparse
+import csv
 import json
 import os
+import statistics
 
 import plotly.graph_objects as go
 
@@ -51,6 +54,43 @@ def markdown(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def training_rows(runs: str, last: int = 100) -> list[dict]:
+    """Per trained head (a folder with work/log.csv): its steps, training hours, and the
+    acceptance per unrolled step averaged over its last `last` steps, on its training batches
+    (the log's accept_i: sum_v min(p, q)), which compares recipes before their benches run;
+    only on the same draft vocabulary, since positions whose target token lies outside it
+    are left out of the average.
+    The hours are the sum of the steps' wall times, each capped at 5 times the median, so
+    that the run's pauses (kill -STOP around timings) do not count."""
+    rows = []
+    for folder in sorted(os.listdir(runs) if os.path.isdir(runs) else []):
+        path = os.path.join(runs, folder, "work", "log.csv")
+        if not os.path.exists(path):
+            continue
+        with open(path, encoding="utf-8") as f:
+            log = list(csv.DictReader(f))
+        if not log:
+            continue
+        seconds = [float(r["seconds"]) for r in log if r.get("seconds")]
+        cap = 5 * statistics.median(seconds) if seconds else 0.0
+        accept = [key for key in log[0] if key.startswith("accept_")]
+        tail = log[-last:]
+        rows.append({"head": folder, "steps": int(log[-1]["step"]), "epoch": float(log[-1]["epoch"]),
+                     "hours": sum(min(s, cap) for s in seconds) / 3600 if seconds else None,
+                     "accept": [sum(float(r[key]) for r in tail) / len(tail) for key in accept]})
+    return rows
+
+
+def training_markdown(rows: list[dict]) -> str:
+    lines = ["| head | steps | passes | training hours | acceptance by unrolled step (last 100 steps) |",
+             "| --- | --- | --- | --- | --- |"]
+    for r in rows:
+        hours = f"{r['hours']:.2f}" if r["hours"] is not None else "not logged"
+        lines.append(f"| {r['head']} | {r['steps']:,} | {r['epoch']:.2f} | {hours} | "
+                     + " / ".join(f"{a:.3f}" for a in r["accept"]) + " |")
+    return "\n".join(lines)
+
+
 def figure(rows: list[dict]) -> go.Figure:
     fig = go.Figure()
     for name, label in SETS.items():
@@ -72,7 +112,9 @@ def main(argv=None) -> int:
     parser.add_argument("--runs", default="runs/scaling")
     parser.add_argument("--html", default="docs/figures/scaling.html")
     args = parser.parse_args(argv)
-    rows = read_rows(args.runs)
+    rows, trained = read_rows(args.runs), training_rows(args.runs)
+    if trained:
+        print(training_markdown(trained) + "\n")
     if not rows:
         print(f"error: no reports under {args.runs} yet (docs/pipeline/scaling.sh writes them)")
         return 2
