@@ -71,10 +71,24 @@ def prepackable(weight: torch.Tensor) -> bool:
         torch.is_grad_enabled() and weight.requires_grad)
 
 
-def packed_product(weight: torch.Tensor, bias: torch.Tensor | None):
-    """rows [M, in] -> [M, out] on `weight` [out, in] reordered once into oneDNN's layout."""
-    packed = torch.ops.mkldnn._reorder_linear_weight(weight.detach(), 1)
-    return lambda rows: torch.ops.mkldnn._linear_pointwise(rows, packed, bias, "none", [], "")
+class PackedWeights:
+    """The weights (and biases) of one or more linear layers, stacked [sum of out, in] and
+    reordered once into oneDNN's layout, and again whenever one of them changes: `product()`
+    maps rows [M, in] to [M, sum of out]."""
+
+    def __init__(self, layers: list[torch.nn.Linear]):
+        self.layers, self._key = layers, None
+
+    def product(self):
+        key = tuple((p.data_ptr(), p._version) for layer in self.layers for p in (layer.weight, layer.bias) if p is not None)
+        if key != self._key:
+            # One layer's weight is copied too: once, and the reorder copies it anyway.
+            weight = torch.cat([layer.weight.detach() for layer in self.layers])
+            bias = None if self.layers[0].bias is None else torch.cat([layer.bias.detach() for layer in self.layers])
+            packed = torch.ops.mkldnn._reorder_linear_weight(weight, 1)
+            self._product = lambda rows: torch.ops.mkldnn._linear_pointwise(rows, packed, bias, "none", [], "")
+            self._key = key
+        return self._product
 
 
 def by_rows(product, x: torch.Tensor, max_rows: int | None) -> torch.Tensor:
@@ -93,20 +107,15 @@ class PrepackedLinear(torch.nn.Linear):
     shared_input: SharedInput | None = None
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if self.shared_input is not None and prepackable(self.weight):
-            return self.shared_input.output(self, x)
         if prepackable(self.weight):
-            return by_rows(self.prepacked_product(), x, self.max_rows)
+            if self.shared_input is not None:
+                return self.shared_input.output(self, x)
+            if "_packed" not in self.__dict__:  # made on first use: the class is swapped in, no __init__ runs
+                self._packed = PackedWeights([self])
+            return by_rows(self._packed.product(), x, self.max_rows)
         if self.max_rows is None:
             return F.linear(x, self.weight, self.bias)
         return by_rows(lambda rows: F.linear(rows, self.weight, self.bias), x, self.max_rows)
-
-    def prepacked_product(self):
-        """rows [M, in] -> [M, out] on the prepacked weight, made again if the weight changed."""
-        key = (self.weight.data_ptr(), self.weight._version)
-        if getattr(self, "_packed_key", None) != key:
-            self._packed, self._packed_key = packed_product(self.weight, self.bias), key
-        return self._packed
 
 
 class RowInvariantLinear(PrepackedLinear):
@@ -138,12 +147,13 @@ class SharedInput:
         for member in members:
             edges.append(edges[-1] + member.out_features)
         self.columns = {id(member): slice(a, b) for member, a, b in zip(members, edges, edges[1:])}
+        self.weights = PackedWeights(members)
         self._input, self._waiting = None, []
 
     def output(self, member: PrepackedLinear, x: torch.Tensor) -> torch.Tensor:
         """x [..., in] -> member's x @ W.T + b [..., out], bits of the stacked product."""
         if not (x is self._input and id(member) in self._waiting):
-            self._output = by_rows(self.prepacked_product(), x, member.max_rows)
+            self._output = by_rows(self.weights.product(), x, member.max_rows)
             self._input = x
             self._waiting = [id(m) for m in self.members]
         self._waiting.remove(id(member))
@@ -151,14 +161,6 @@ class SharedInput:
         if not self._waiting:  # every member has its part: let the input and product go
             self._input = self._output = None
         return out
-
-    def prepacked_product(self):
-        key = tuple((m.weight.data_ptr(), m.weight._version) for m in self.members)
-        if getattr(self, "_packed_key", None) != key:
-            weight = torch.cat([m.weight.detach() for m in self.members])
-            bias = None if self.members[0].bias is None else torch.cat([m.bias.detach() for m in self.members])
-            self._packed, self._packed_key = packed_product(weight, bias), key
-        return self._packed
 
 
 def share_inputs(model: torch.nn.Module) -> None:
