@@ -23,10 +23,15 @@ POINTS = {"4k": 4370, "10k": 4370 + 6 * 1024, "20k": 4370 + 16 * 1024, "40k": 43
 SETS = {"chat": "chat set (20 prompts)", "mtbench": "MT-bench (32 questions)"}
 
 
+def head_folders(runs: str) -> list[str]:
+    """The folders under `runs`, one per head (POINT or POINT-RECIPE), in order."""
+    return sorted(os.listdir(runs)) if os.path.isdir(runs) else []
+
+
 def read_rows(runs: str) -> list[dict]:
     """One row per measured head and prompt set; a head's folder is POINT or POINT-RECIPE (scaling.sh)."""
     rows = []
-    for folder in sorted(os.listdir(runs) if os.path.isdir(runs) else []):
+    for folder in head_folders(runs):
         point, _, recipe = folder.partition("-")
         if point not in POINTS:
             continue
@@ -63,7 +68,7 @@ def training_rows(runs: str, last: int = 100) -> list[dict]:
     The hours are the sum of the steps' wall times, each capped at 5 times the median, so
     that the run's pauses (kill -STOP around timings) do not count."""
     rows = []
-    for folder in sorted(os.listdir(runs) if os.path.isdir(runs) else []):
+    for folder in head_folders(runs):
         path = os.path.join(runs, folder, "work", "log.csv")
         if not os.path.exists(path):
             continue
