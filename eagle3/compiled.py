@@ -12,12 +12,20 @@ Greedy output is unchanged (tests/test_compiled.py).
 
 from __future__ import annotations
 
+import torch
+
 from eagle3.head import Eagle3Head
 from eagle3.target import Target
 
 
 def compile_decoding(target: Target, head: Eagle3Head | None = None, mode: str = "default") -> None:
     """Compile, in place, each decoder layer of the target and the head's one layer."""
+    # The layers share one code object, and each one's graph is specialised on its layer index
+    # (it reads its own cache layer): dynamo counts them as recompiles of one function, and at
+    # its default limit of 8 the other layers would silently run uncompiled.
+    limit = 4 * (len(target.layers) + 1)
+    torch._dynamo.config.recompile_limit = max(torch._dynamo.config.recompile_limit, limit)
+    torch._dynamo.config.accumulated_recompile_limit = max(torch._dynamo.config.accumulated_recompile_limit, 4 * limit)
     for layer in target.layers:
         layer.compile(dynamic=True, mode=mode)
     if head is not None:

@@ -66,9 +66,11 @@ AttentionMaskInterface.register(NAME, eager_mask)
 
 
 def prepackable(weight: torch.Tensor) -> bool:
-    """Whether a product on this weight runs prepacked: bfloat16 on a CPU, no gradient wanted."""
+    """Whether a product on this weight runs prepacked: bfloat16 on a CPU, no gradient wanted,
+    and not inside torch.compile, which cannot take the packed weight as a graph input
+    (inductor's lowering of the oneDNN op asserts on it) and lowers the stock product itself."""
     return weight.dtype == torch.bfloat16 and weight.device.type == "cpu" and not (
-        torch.is_grad_enabled() and weight.requires_grad)
+        torch.is_grad_enabled() and weight.requires_grad) and not torch.compiler.is_compiling()
 
 
 class PackedWeights:
