@@ -4,7 +4,8 @@
 
 Prints a Markdown table of the training runs (steps, hours, acceptance on the training
 batches), one of the benches (one row per point, recipe and prompt set: tau and speedup of
-EAGLE-3 and the hybrid, acceptance by draft position) and writes an HTML figure of tau against the
+EAGLE-3 and the hybrid, plain decoding's tokens/s, an EAGLE-3 round's draft and verification
+milliseconds, acceptance by draft position) and writes an HTML figure of tau against the
 number of training conversations (plotly.js from its CDN, to keep the file small). Points not measured yet are left out.
 """
 
@@ -45,16 +46,21 @@ def read_rows(runs: str) -> list[dict]:
             rows.append({"point": point, "recipe": recipe or "EAGLE-3", "conversations": POINTS[point], "set": name,
                          "eagle3_tau": summary["tau"], "hybrid_tau": hybrid["tau"],
                          "eagle3_speedup": summary["speedup"], "hybrid_speedup": hybrid["speedup"],
+                         "plain_tokens_per_s": summary["plain_tokens_per_s"],
+                         "round_ms": {part: 1e3 * summary["time_split"][f"{part}_s"] / summary["rounds"]
+                                      for part in ("draft", "verify")},
                          "acceptance": summary["acceptance_by_position"]})
     return sorted(rows, key=lambda r: (r["set"], r["recipe"], r["conversations"]))
 
 
 def markdown(rows: list[dict]) -> str:
-    lines = ["| conversations | recipe | prompts | EAGLE-3 tau | hybrid tau | EAGLE-3 speedup | hybrid speedup | acceptance by position |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    lines = ["| conversations | recipe | prompts | EAGLE-3 tau | hybrid tau | EAGLE-3 speedup | hybrid speedup | "
+             "plain tokens/s | EAGLE-3 round: draft / verify ms | acceptance by position |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for r in rows:
         lines.append(f"| {r['conversations']:,} | {r['recipe']} | {SETS[r['set']]} | {r['eagle3_tau']:.2f} | {r['hybrid_tau']:.2f} | "
-                     f"{r['eagle3_speedup']:.2f}x | {r['hybrid_speedup']:.2f}x | "
+                     f"{r['eagle3_speedup']:.2f}x | {r['hybrid_speedup']:.2f}x | {r['plain_tokens_per_s']:.1f} | "
+                     f"{r['round_ms']['draft']:.1f} / {r['round_ms']['verify']:.1f} | "
                      + " / ".join(f"{a:.2f}" for a in r["acceptance"]) + " |")
     return "\n".join(lines)
 
