@@ -6,8 +6,9 @@ every verification) and the head's decoder layer (every draft level).
 The KV cache grows and the trees change size every round, so the layers are compiled for
 dynamic shapes; CUDA graphs (mode="reduce-overhead") would need the padded, fixed shapes
 this decoder does not use, and are not offered. Off by default: the first calls pay the
-compilation, and whether it pays off depends on the device (see the README's GPU notes).
-Greedy output is unchanged (tests/test_compiled.py).
+compilation, and whether it pays off depends on the device: on a CPU in bfloat16 it does not,
+since a graph cannot take the prepacked weights of eager decoding (eagle3.invariant;
+docs/results.md). Greedy output is unchanged (tests/test_compiled.py).
 """
 
 from __future__ import annotations
