@@ -4,20 +4,31 @@
 #   nohup setsid docs/pipeline/long_run.sh > runs/long_run.log 2>&1 &
 # Its process group id is in runs/long_run.pgid: pause it around any timing or test with
 #   kill -STOP -- -$(cat runs/long_run.pgid)   and resume it with   kill -CONT -- -$(cat runs/long_run.pgid)
-# RECIPE and TRAIN_ARGS (default: none, EAGLE-3's recipe) are those of the 20k and 40k
-# stages, chosen from the 10k heads (docs/pipeline/scaling.sh).
+# RECIPE is the recipe of the 20k and 40k stages, options joined by + (e.g. vocab16k+eagle31;
+# empty: EAGLE-3's as it is). Unset, it is every option whose 10k head paid
+# (docs/pipeline/pick_recipe.py). TRAIN_ARGS, unset, follows from it.
 cd "$(dirname "$0")/../.."
 mkdir -p runs
 ps -o pgid= $$ | tr -d ' ' > runs/long_run.pgid
 set -e
-# The 10k point's data first, and a head for each recipe to compare on it (EAGLE-3's, the LK
-# loss that optimises acceptance, a draft vocabulary of 16,384 instead of 6,144, EAGLE 3.1's
-# norms), so the recipe is chosen before the larger stages start.
+# The 10k point's data first, and a head for each recipe option to compare on it (the LK loss
+# that optimises acceptance, a draft vocabulary of 16,384 instead of 6,144, EAGLE 3.1's
+# norms) beside EAGLE-3's recipe, so the recipe is chosen before the larger stages start.
+declare -A OPTIONS=([lk-lambda]="--loss lk-lambda" [vocab16k]="--draft-vocab-size 16384" [eagle31]="--eagle-3.1")
 FEATURE_PARTS=11 docs/pipeline/features_more.sh
 RECIPE= TRAIN_ARGS= docs/pipeline/scaling.sh 10k
-RECIPE=lk-lambda TRAIN_ARGS="--loss lk-lambda" docs/pipeline/scaling.sh 10k
-RECIPE=vocab16k TRAIN_ARGS="--draft-vocab-size 16384" docs/pipeline/scaling.sh 10k
-RECIPE=eagle31 TRAIN_ARGS="--eagle-3.1" docs/pipeline/scaling.sh 10k
+for option in lk-lambda vocab16k eagle31; do
+  RECIPE=$option TRAIN_ARGS=${OPTIONS[$option]} docs/pipeline/scaling.sh 10k
+done
 docs/pipeline/features_more.sh
-docs/pipeline/scaling.sh 20k 40k
+if [ -z "${RECIPE+set}" ]; then
+  picked=$(PYTHONPATH=. python3 docs/pipeline/pick_recipe.py lk-lambda vocab16k eagle31)
+  RECIPE=$(echo $picked | tr ' ' +)
+fi
+if [ -z "${TRAIN_ARGS+set}" ]; then
+  TRAIN_ARGS=""
+  for option in ${RECIPE//+/ }; do TRAIN_ARGS+="${OPTIONS[$option]:?unknown recipe option $option} "; done
+fi
+echo "long run: the 20k and 40k stages keep the options: ${RECIPE:-none} ${TRAIN_ARGS}"
+RECIPE=$RECIPE TRAIN_ARGS=$TRAIN_ARGS docs/pipeline/scaling.sh 20k 40k
 PYTHONPATH=. python3 docs/pipeline/scaling_report.py
