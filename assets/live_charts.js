@@ -64,7 +64,7 @@ function draw() {
     y: ["EAGLE-3 head", "context copy", "both"], x: sources.map((name) => d.sources[name] || 0), type: "bar",
     orientation: "h", marker: { color: [green, violet, blue] }, hovertemplate: "%{y}: %{x} accepted drafts<extra></extra>",
   }], layout("Accepted drafts by drafter", "accepted drafts", "", { showlegend: false, hovermode: "closest", height: 150,
-    yaxis: { rangemode: "normal", automargin: true } }), config);
+    xaxis: { rangemode: "tozero" }, yaxis: { rangemode: "normal", automargin: true } }), config);
   const b = d.budget;  // the verification curve the node budget prices by, and the sizes it chose
   Plotly.react(nodes.budget, [
     { x: b.verified.map((v) => v[0]), y: b.verified.map((v) => v[1]), name: "rounds verifying n nodes", type: "bar",
@@ -72,8 +72,10 @@ function draw() {
     line(b.nodes, b.steps, "cost in one-token steps (measured)", amber, { mode: "lines+markers", marker: { size: 4 },
       hovertemplate: "%{x} nodes: %{y:.2f} steps<extra></extra>" }),
   ], layout("Node budget: verification cost and nodes verified", "tree nodes (root included)", "steps", {
-    hovermode: "closest", xaxis: { type: "log", dtick: Math.log10(2) },
-    yaxis2: { overlaying: "y", side: "right", rangemode: "tozero", showgrid: false, title: { text: "rounds", standoff: 4 } },
+    // Before the first measurement a log axis with no points would span millions of nodes.
+    hovermode: "closest", xaxis: { type: "log", dtick: Math.log10(2), ...(b.nodes.length ? {} : { range: [0, Math.log10(64)] }) },
+    yaxis2: { overlaying: "y", side: "right", rangemode: "tozero", showgrid: false, automargin: true,
+      title: { text: "rounds", standoff: 4 } },
   }), config);
   if (empty) {  // axes only: nothing has run yet
     status.textContent = "Charts draw here while the decoders run.";
