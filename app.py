@@ -44,8 +44,8 @@ from eagle3.options import add_pair_options
 from eagle3.presets import PRESETS, Preset, pair_preset
 from eagle3.prompts import first_per_category, fit_chat, read_prompts
 from eagle3.runner import MainThreadRunner
-from eagle3.views import (RunView, batch_rows_html, chart_data, empty_charts, legend_html, pooled, render_tree,
-                          replay_data, stopped_message, summary_html, tree_html)
+from eagle3.views import (RunView, batch_rows_html, chart_data, empty_charts, last_drafted, legend_html, pooled,
+                          render_tree, replay_data, stopped_message, summary_html, tree_html)
 
 ROOT = os.path.dirname(os.path.abspath(__file__))
 MAX_NEW_TOKENS, MAX_PROMPT_CHARS = 1024, 16000  # enforced here, whatever the sliders say
@@ -531,8 +531,9 @@ class ChatShow(Show):
         page = PageUpdate(spec_chat=self.spec_chat, plain_chat=self.plain_chat, history=self.request.history, trees=trees)
         if trees and (final or time.perf_counter() - self.last_tree > 1 / TREE_UPDATES_PER_S):
             self.last_tree = time.perf_counter()
-            page.tree = tree_html(trees, len(trees), self.run.target.tokenizer)
-            page.round_slider = gr.update(maximum=max(2, len(trees)), value=len(trees))
+            shown = last_drafted(trees)
+            page.tree = tree_html(trees, shown, self.run.target.tokenizer)
+            page.round_slider = gr.update(maximum=max(2, len(trees)), value=shown)
         if self.note:
             page.summary = f'<span class="{"differs" if self.failed else ""}">{html.escape(self.note)}</span>'
         else:
@@ -689,7 +690,7 @@ def chat_panel(first: Preset, examples: list[str]) -> dict:
 
 def tree_panel() -> dict:
     with gr.Accordion("Draft tree", open=True):
-        round_slider = gr.Slider(1, 2, value=1, step=1, label="Round (the last by default)", elem_id="round")
+        round_slider = gr.Slider(1, 2, value=1, step=1, label="Round (by default the last that drafted)", elem_id="round")
         tree = gr.HTML(render_tree(None, [], []), elem_id="tree")
     return dict(round_slider=round_slider, tree=tree)
 

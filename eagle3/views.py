@@ -213,6 +213,12 @@ def legend_html() -> str:
         "<span>· rounds alternate an underline; hover a token for its round</span></div>")
 
 
+def last_drafted(trees: list[tuple[int, DraftTree | None, list[int]]]) -> int:
+    """The round (1-based) a finished run shows first: the last one that drafted anything, since
+    the very last often has no room left for drafts; the last round if none drafted."""
+    return next((i + 1 for i in reversed(range(len(trees))) if trees[i][1] is not None), len(trees))
+
+
 def tree_html(trees: list[tuple[int, DraftTree | None, list[int]]], index: int, tokenizer) -> str:
     """The draft tree of round `index` (1-based, as the summary counts rounds; 0 or past the end
     means the last)."""

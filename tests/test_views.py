@@ -55,3 +55,5 @@ def test_a_round_that_drafted_nothing_is_named_in_the_tree_view():
     trees = [(1, tree, [1]), (2, None, [])]
     assert "Round 2 of 2: nothing drafted" in views.tree_html(trees, 0, None)  # the last round by default
     assert "Round 1 of 2: 1 drafted nodes, 1 accepted" in views.tree_html(trees, 1, None)
+    assert views.last_drafted(trees) == 1  # what a finished run shows first
+    assert views.last_drafted([(1, None, [])]) == 1 and views.last_drafted([(1, tree, [1]), (2, tree, [1])]) == 2
