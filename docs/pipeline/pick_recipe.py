@@ -2,7 +2,7 @@
 the 10k head of EAGLE-3's recipe (same data, seed and passes) on MT-bench, the set that counts
 most, by at least --margin of EAGLE-3 tau, without losing more than --margin on the chat set.
 
-    python docs/pipeline/pick_recipe.py lk-lambda vocab16k eagle31 [--runs runs/scaling]
+    PYTHONPATH=. python docs/pipeline/pick_recipe.py lk-lambda vocab16k eagle31 [--runs runs/scaling]
 
 Prints the options kept, one a line (none: EAGLE-3's recipe), after a table of each on
 stderr. Exits 2 if a 10k head named here has not been measured yet.
@@ -11,17 +11,9 @@ stderr. Exits 2 if a 10k head named here has not been measured yet.
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import sys
 
-
-def tau(runs: str, folder: str, prompts: str) -> float | None:
-    path = os.path.join(runs, folder, f"{prompts}.json")
-    if not os.path.exists(path):
-        return None
-    with open(path, encoding="utf-8") as f:
-        return json.load(f)["summary"]["tau"]
+from docs.pipeline.scaling_report import read_rows
 
 
 def main(argv=None) -> int:
@@ -30,18 +22,19 @@ def main(argv=None) -> int:
     parser.add_argument("--runs", default="runs/scaling")
     parser.add_argument("--margin", type=float, default=0.03, help="tau a change must gain on MT-bench (and may lose on the chat set)")
     args = parser.parse_args(argv)
-    folders = {"EAGLE-3": "10k", **{name: f"10k-{name}" for name in args.recipes}}
-    scores = {name: (tau(args.runs, folder, "mtbench"), tau(args.runs, folder, "chat")) for name, folder in folders.items()}
-    missing = [folders[name] for name, pair in scores.items() if None in pair]
+    # EAGLE-3 tau per (recipe, prompt set) of the 10k heads, from the reports the report script reads.
+    tau = {(r["recipe"], r["set"]): r["eagle3_tau"] for r in read_rows(args.runs) if r["point"] == "10k"}
+    names = ["EAGLE-3", *args.recipes]
+    missing = [name for name in names if ((name, "mtbench") not in tau or (name, "chat") not in tau)]
     if missing:
-        print(f"pick_recipe: not measured yet: {', '.join(missing)} (docs/pipeline/stage.sh measures them)", file=sys.stderr)
+        folders = ["10k" if name == "EAGLE-3" else f"10k-{name}" for name in missing]
+        print(f"pick_recipe: not measured yet: {', '.join(folders)} (docs/pipeline/stage.sh measures them)", file=sys.stderr)
         return 2
-    base_mtbench, base_chat = scores["EAGLE-3"]
-    for name, (mtbench, chat) in scores.items():
-        print(f"{name}: MT-bench tau {mtbench:.2f}, chat tau {chat:.2f}", file=sys.stderr)
+    for name in names:
+        print(f"{name}: MT-bench tau {tau[name, 'mtbench']:.2f}, chat tau {tau[name, 'chat']:.2f}", file=sys.stderr)
     for name in args.recipes:
-        mtbench, chat = scores[name]
-        if mtbench >= base_mtbench + args.margin and chat >= base_chat - args.margin:
+        if (tau[name, "mtbench"] >= tau["EAGLE-3", "mtbench"] + args.margin
+                and tau[name, "chat"] >= tau["EAGLE-3", "chat"] - args.margin):
             print(name)
     return 0
 
