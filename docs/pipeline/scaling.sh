@@ -19,9 +19,10 @@ stages=("$@")
 docs/pipeline/stage.sh 4k measure checkpoints/smollm2-eagle3 || exit 1
 for stage in "${stages[@]}"; do
   init=${INIT[$stage]}
-  if [ "$init" != - ] && [ ! -f "$init/config.json" ]; then
-    # A combination of recipes (long_run.sh) has no 10k head of its own.
-    echo "scaling: no $init for stage $stage$suffix; it trains a new head"
+  if [ "$init" != - ] && [ ! -f "$init/config.json" ] && [[ $RECIPE == *+* ]]; then
+    # A combination of recipe options (long_run.sh) has no 10k head of its own; any other
+    # missing head stops the stage (eagle3.train says so).
+    echo "scaling: no $init for the combination $RECIPE; stage $stage$suffix trains a new head"
     init=-
   fi
   # shellcheck disable=SC2086  # TRAIN_ARGS is a list of arguments

@@ -5,9 +5,9 @@
 #   docs/pipeline/stage.sh NAME COUNT [INIT_HEAD|-] [extra eagle3.train arguments]
 # writes runs/scaling/NAME/{head,work,chat.json,mtbench.json}. INIT "-" trains a new head;
 # "measure" as COUNT only measures the head at INIT. Resumable: a finished training run leaves
-# NAME/trained (when, on which CPU, the command) and is not run again; an interrupted one resumes from its last saved step (--work;
-# the head folder exists from the first save on, so it says nothing about being done), and a
-# report that exists is not measured again.
+# NAME/trained (when, on which CPU, the command) and is not run again; an interrupted one
+# resumes from its last saved step (--work; the head folder exists from the first save on, so
+# it says nothing about being done), and a report that exists is not measured again.
 cd "$(dirname "$0")/../.."
 export PYTHONPATH=.
 name=$1 count=$2 init=${3:--}
