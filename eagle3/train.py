@@ -20,6 +20,7 @@ rate itself (`lk-alpha`, `lk-lambda`; below); the total weighs step i by decay^i
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import os
 import sys
@@ -36,7 +37,7 @@ from eagle3.data import Example, load_examples, pad_batch
 from eagle3.features import STATES, FeatureStore
 from eagle3.head import Eagle3Config, Eagle3Head, UnrolledKV
 from eagle3.target import DTYPES, Target, bf16_supported, load_target
-from eagle3.training import CsvLog, adamw, autocast, cosine_lr, load_state, save_state, set_lr
+from eagle3.training import CsvLog, adamw, autocast, cosine_lr, load_state, save_state, set_lr, written_whole
 
 
 def build_draft_vocab(examples: list[Example], vocab_size: int, draft_vocab_size: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -215,6 +216,11 @@ def parse_args(argv=None):
     parser.add_argument("--work", default="runs/head", help="resumable state and CSV log")
     parser.add_argument("--init", default=None, help="start from this head (its weights and draft vocabulary) "
                                                      "instead of a new one, e.g. to go on with more data")
+    parser.add_argument("--start-step", type=int, default=0,
+                        help="go on with this run at this step from the head in --init (saved at that step; "
+                             "its progress.json says which) when --work's state is lost, as on a new machine: "
+                             "the data order is replayed to the step and the optimiser, whose state is gone, "
+                             "starts anew with a warm-up of --warmup steps")
     parser.add_argument("--draft-vocab-size", type=int, default=None, help="default: min(32000, vocab size)")
     parser.add_argument("--max-length", type=int, default=512, help="tokens per example")
     parser.add_argument("--batch-size", type=int, default=8, help="examples per step, over all processes")
@@ -244,6 +250,8 @@ def parse_args(argv=None):
     args = parser.parse_args(argv)
     if (args.data is None) == (args.features is None):
         parser.error("give one of --data and --features")
+    if args.start_step and not args.init:
+        parser.error("--start-step needs --init: the head saved at that step")
     return args
 
 
@@ -291,6 +299,10 @@ def main(argv=None) -> int:
     optimizer = adamw(head.parameters(), args.lr)
     generator = torch.Generator().manual_seed(args.seed)
     state_path, step = os.path.join(args.work, "state.pt"), 0
+    if args.start_step and os.path.exists(state_path):
+        print(f"error: --start-step: {state_path} holds this run's own state; resume from it without "
+              "--start-step and --init", file=sys.stderr)
+        return 2
     if os.path.exists(state_path):
         state = load_state(state_path, head, optimizer)
         step = state["step"]
@@ -313,6 +325,13 @@ def main(argv=None) -> int:
     lengths = [len(e.input_ids) for e in examples]
     draft_rows = target.lm_head_rows(torch.arange(draft_vocab_size, device=device) + head.d2t)
     batches: list[list[int]] = []
+    for _ in range(args.start_step):  # the data order an uninterrupted run would be at
+        batches = batches or length_bucketed_batches(lengths, args.batch_size, generator)
+        batches.pop()
+    if args.start_step:
+        step = args.start_step
+        if main_process:
+            print(f"went on at step {step} from {args.init}, the optimiser anew")
     bar = tqdm(range(step, total_steps), initial=step, total=total_steps, desc="train", dynamic_ncols=True,
                disable=not main_process)
     for step in bar:
@@ -321,7 +340,10 @@ def main(argv=None) -> int:
             batches = length_bucketed_batches(lengths, args.batch_size, generator)
         indices = batches.pop()
         indices = indices[accelerator.process_index :: processes] or indices[:1]
+        # A run gone on without its optimiser state warms up again: its moments start at zero.
         lr = cosine_lr(step, total_steps, args.warmup, args.lr)
+        if args.start_step:
+            lr *= min(1.0, (step - args.start_step + 1) / args.warmup)
         set_lr(optimizer, lr)
         input_ids, loss_mask, features, hidden, tokens, normalizers = batch_states(target, store, indices, examples,
                                                                                    device)
@@ -346,11 +368,19 @@ def main(argv=None) -> int:
         if (done % args.save_every == 0 or done == total_steps) and main_process:
             save_state(state_path, head, optimizer, done, data_rng=generator.get_state())
             save_head(head, args.out, DTYPES[args.save_dtype])
+            write_progress(args.out, done, total_steps)
         accelerator.wait_for_everyone()
     if main_process:
         print(f"saved the head to {args.out}")
     end_processes(accelerator)
     return 0
+
+
+def write_progress(out: str, step: int, total_steps: int) -> None:
+    """OUT/progress.json: the step the saved head is at, so that a run whose --work state is
+    lost can go on from the head (--start-step) rather than from the beginning."""
+    with written_whole(os.path.join(out, "progress.json")) as temporary, open(temporary, "w") as f:
+        json.dump({"step": step, "total_steps": total_steps}, f)
 
 
 def end_processes(accelerator) -> None:

@@ -2,7 +2,7 @@
 the 10k head of EAGLE-3's recipe (same data, seed and passes) on MT-bench, the set that counts
 most, by at least --margin of EAGLE-3 tau, without losing more than --margin on the chat set.
 
-    PYTHONPATH=. python docs/pipeline/pick_recipe.py lk-lambda vocab16k eagle31 [--runs runs/scaling]
+    PYTHONPATH=. python docs/pipeline/pick_recipe.py lk-lambda vocab16k eagle31 [--runs checkpoints/scaling]
 
 Prints the options kept, one a line (none: EAGLE-3's recipe), after a table of each on
 stderr. Exits 2 if a 10k head named here has not been measured yet.
@@ -18,8 +18,8 @@ from docs.pipeline.scaling_report import read_rows
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("recipes", nargs="+", help="recipe names: their 10k heads are runs/scaling/10k-NAME")
-    parser.add_argument("--runs", default="runs/scaling")
+    parser.add_argument("recipes", nargs="+", help="recipe names: their 10k heads are checkpoints/scaling/10k-NAME")
+    parser.add_argument("--runs", default="checkpoints/scaling")
     parser.add_argument("--margin", type=float, default=0.03, help="tau a change must gain on MT-bench (and may lose on the chat set)")
     args = parser.parse_args(argv)
     # EAGLE-3 tau per (recipe, prompt set) of the 10k heads, from the reports the report script reads.

@@ -1,6 +1,6 @@
 """The scaling curve's table and Plotly figure, from the reports docs/pipeline/scaling.sh wrote.
 
-    python docs/pipeline/scaling_report.py [--runs runs/scaling] [--html docs/figures/scaling.html]
+    python docs/pipeline/scaling_report.py [--runs checkpoints/scaling] [--html docs/figures/scaling.html]
 
 Prints a Markdown table of the training runs (steps, hours, acceptance on the training
 batches), one of the benches (one row per point, recipe and prompt set: tau and speedup of
@@ -121,7 +121,7 @@ def figure(rows: list[dict]) -> go.Figure:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--runs", default="runs/scaling")
+    parser.add_argument("--runs", default="checkpoints/scaling")
     parser.add_argument("--html", default="docs/figures/scaling.html")
     args = parser.parse_args(argv)
     rows, trained = read_rows(args.runs), training_rows(args.runs)

@@ -3,16 +3,18 @@
 # (docs/pipeline/features_more.sh: the first set's 5 parts, then the new ones in order) and
 # measure it (tau and speed, EAGLE-3 and hybrid) on the project's chat set and on MT-bench.
 #   docs/pipeline/stage.sh NAME COUNT [INIT_HEAD|-] [extra eagle3.train arguments]
-# writes runs/scaling/NAME/{head,work,chat.json,mtbench.json}. INIT "-" trains a new head;
-# "measure" as COUNT only measures the head at INIT. Resumable: a finished training run leaves
-# NAME/trained (when, on which CPU, the command) and is not run again; an interrupted one
-# resumes from its last saved step (--work; the head folder exists from the first save on, so
-# it says nothing about being done), and a report that exists is not measured again.
+# writes checkpoints/scaling/NAME/{head,work/log.csv,trained,chat.json,mtbench.json}, which
+# each stop commits (the head once a stop), and work/state.pt, the optimiser state (ignored).
+# INIT "-" trains a new head; "measure" as COUNT only measures the head at INIT. Resumable: a
+# finished training run leaves NAME/trained (when, on which CPU, the command) and is not run
+# again; an interrupted one resumes from its last saved step, from its work state where it is
+# there, else (a new machine) from the committed head at the step its progress.json gives
+# (eagle3.train --start-step); a report that exists is not measured again.
 cd "$(dirname "$0")/../.."
 export PYTHONPATH=.
 name=$1 count=$2 init=${3:--}
 shift 3 2>/dev/null || shift $#
-dir=runs/scaling/$name
+dir=checkpoints/scaling/$name work=checkpoints/scaling/$name/work
 mkdir -p "$dir"
 head=$dir/head
 if [ "$count" = measure ]; then
@@ -21,8 +23,14 @@ elif [ ! -f "$dir/trained" ]; then
   mapfile -t parts < <(ls -d runs/features/replies_first/part-* runs/features/replies_more/part-* | head -n "$count")
   [ "${#parts[@]}" -eq "$count" ] || { echo "stage $name: $count feature folders wanted, ${#parts[@]} found"; exit 1; }
   [ "$init" = - ] && init=""
+  start=0
+  if [ ! -f "$work/state.pt" ] && [ -f "$head/progress.json" ]; then
+    start=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["step"])' "$head/progress.json")
+    init=$head
+    echo "stage $name: no optimiser state here; going on from the committed head at step $start"
+  fi
   train=(python3 -m eagle3.train --target checkpoints/smollm2 --features "${parts[@]}" --out "$head"
-    --work "$dir/work" ${init:+--init "$init"} --draft-vocab-size 6144 --ttt-steps 6 --epochs "${PASSES:-2}"
+    --work "$work" ${init:+--init "$init"} --start-step "$start" --draft-vocab-size 6144 --ttt-steps 6 --epochs "${PASSES:-2}"
     --batch-size 8 --lr 8e-4 --warmup 30 --save-every 40 --save-dtype bfloat16 --max-length 768 --seed 0 "$@")
   "${train[@]}" || exit 1
   # The marker records what made the head and where it finished (for its training.json).

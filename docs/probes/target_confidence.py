@@ -4,7 +4,7 @@ decoding (`prompt_ids` + `plain_ids` per prompt, one teacher-forced forward each
 where the target itself is less sure of its next token is harder for any draft head; two
 sets alike here but apart in tau differ in what the head learned.
 
-    PYTHONPATH=. python docs/probes/target_confidence.py runs/scaling/10k/chat.json runs/scaling/10k/mtbench.json
+    PYTHONPATH=. python docs/probes/target_confidence.py checkpoints/scaling/10k/chat.json checkpoints/scaling/10k/mtbench.json
 """
 
 import argparse
