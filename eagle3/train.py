@@ -190,6 +190,13 @@ def length_bucketed_batches(lengths: list[int], batch_size: int, generator: torc
     return [batches[i] for i in torch.randperm(len(batches), generator=generator).tolist()]
 
 
+def batch_stream(lengths: list[int], batch_size: int, generator: torch.Generator):
+    """The batches of pass after pass over the data, each pass in its own seeded order, so
+    that skipping the first n gives where step n of a run is."""
+    while True:
+        yield from reversed(length_bucketed_batches(lengths, batch_size, generator))
+
+
 def batch_states(target: Target, store: FeatureStore | None, indices: list[int], examples: list[Example], device):
     """Padded batch: input_ids, loss_mask, features, and the target's final hidden states,
     greedy tokens and log-normalisers (from the store when given, else computed now)."""
@@ -218,7 +225,7 @@ def parse_args(argv=None):
                                                      "instead of a new one, e.g. to go on with more data")
     parser.add_argument("--start-step", type=int, default=0,
                         help="go on with this run at this step from the head in --init (saved at that step; "
-                             "its progress.json says which) when --work's state is lost, as on a new machine: "
+                             "--work's progress.json says which) when --work's state.pt is lost, as on a new machine: "
                              "the data order is replayed to the step and the optimiser, whose state is gone, "
                              "starts anew with a warm-up of --warmup steps")
     parser.add_argument("--draft-vocab-size", type=int, default=None, help="default: min(32000, vocab size)")
@@ -298,7 +305,7 @@ def main(argv=None) -> int:
     total_steps = args.max_steps or max(1, round(args.epochs * steps_per_epoch))
     optimizer = adamw(head.parameters(), args.lr)
     generator = torch.Generator().manual_seed(args.seed)
-    state_path, step = os.path.join(args.work, "state.pt"), 0
+    state_path, step = os.path.join(args.work, "state.pt"), args.start_step
     if args.start_step and os.path.exists(state_path):
         print(f"error: --start-step: {state_path} holds this run's own state; resume from it without "
               "--start-step and --init", file=sys.stderr)
@@ -324,21 +331,16 @@ def main(argv=None) -> int:
 
     lengths = [len(e.input_ids) for e in examples]
     draft_rows = target.lm_head_rows(torch.arange(draft_vocab_size, device=device) + head.d2t)
-    batches: list[list[int]] = []
+    batches = batch_stream(lengths, args.batch_size, generator)
     for _ in range(args.start_step):  # the data order an uninterrupted run would be at
-        batches = batches or length_bucketed_batches(lengths, args.batch_size, generator)
-        batches.pop()
-    if args.start_step:
-        step = args.start_step
-        if main_process:
-            print(f"went on at step {step} from {args.init}, the optimiser anew")
+        next(batches)
+    if args.start_step and main_process:
+        print(f"went on at step {step} from {args.init}, the optimiser anew")
     bar = tqdm(range(step, total_steps), initial=step, total=total_steps, desc="train", dynamic_ncols=True,
                disable=not main_process)
     for step in bar:
         started = time.perf_counter()  # the step's wall time goes to the log: a run's hours are their sum
-        if not batches:  # a new pass over the data, in a seeded order
-            batches = length_bucketed_batches(lengths, args.batch_size, generator)
-        indices = batches.pop()
+        indices = next(batches)
         indices = indices[accelerator.process_index :: processes] or indices[:1]
         # A run gone on without its optimiser state warms up again: its moments start at zero.
         lr = cosine_lr(step, total_steps, args.warmup, args.lr)
@@ -368,7 +370,7 @@ def main(argv=None) -> int:
         if (done % args.save_every == 0 or done == total_steps) and main_process:
             save_state(state_path, head, optimizer, done, data_rng=generator.get_state())
             save_head(head, args.out, DTYPES[args.save_dtype])
-            write_progress(args.out, done, total_steps)
+            write_progress(args.work, done, total_steps)
         accelerator.wait_for_everyone()
     if main_process:
         print(f"saved the head to {args.out}")
@@ -376,10 +378,12 @@ def main(argv=None) -> int:
     return 0
 
 
-def write_progress(out: str, step: int, total_steps: int) -> None:
-    """OUT/progress.json: the step the saved head is at, so that a run whose --work state is
-    lost can go on from the head (--start-step) rather than from the beginning."""
-    with written_whole(os.path.join(out, "progress.json")) as temporary, open(temporary, "w") as f:
+def write_progress(work: str, step: int, total_steps: int) -> None:
+    """WORK/progress.json: the step the head in --out was saved at, small enough to commit
+    where state.pt is not, so that a run whose state.pt is lost can go on from the head
+    (--start-step) rather than from the beginning. The head's folder keeps to the published
+    format."""
+    with written_whole(os.path.join(work, "progress.json")) as temporary, open(temporary, "w") as f:
         json.dump({"step": step, "total_steps": total_steps}, f)
 
 

@@ -108,9 +108,9 @@ def test_trainer_smoke(tmp_path, tokenizer, capsys):
 
     assert train_main(args + ["--max-steps", "24"]) == 0  # resumes from its own state
     assert len((tmp_path / "work" / "log.csv").read_text().splitlines()) == 25
-    # A new machine has the head (its progress.json) but not --work's state: --start-step
+    # A new machine has the head and --work's progress.json but not its state.pt: --start-step
     # goes on at the head's step, with the learning rate warming up again from a fresh optimiser.
-    assert json.loads((tmp_path / "head" / "progress.json").read_text()) == {"step": 24, "total_steps": 24}
+    assert json.loads((tmp_path / "work" / "progress.json").read_text()) == {"step": 24, "total_steps": 24}
     gone_on = [a if a != str(tmp_path / "work") else str(tmp_path / "work-new") for a in args]
     assert train_main(gone_on + ["--max-steps", "26", "--init", str(tmp_path / "head"), "--start-step", "24"]) == 0
     rows = [r.split(",") for r in (tmp_path / "work-new" / "log.csv").read_text().splitlines()[1:]]

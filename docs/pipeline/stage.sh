@@ -3,18 +3,20 @@
 # (docs/pipeline/features_more.sh: the first set's 5 parts, then the new ones in order) and
 # measure it (tau and speed, EAGLE-3 and hybrid) on the project's chat set and on MT-bench.
 #   docs/pipeline/stage.sh NAME COUNT [INIT_HEAD|-] [extra eagle3.train arguments]
-# writes checkpoints/scaling/NAME/{head,work/log.csv,trained,chat.json,mtbench.json}, which
-# each stop commits (the head once a stop), and work/state.pt, the optimiser state (ignored).
+# writes checkpoints/scaling/NAME/{head,work/log.csv,work/progress.json,trained,chat.json,
+# mtbench.json}, which each stop commits (the head once a stop), and work/state.pt, the
+# optimiser state (ignored).
 # INIT "-" trains a new head; "measure" as COUNT only measures the head at INIT. Resumable: a
 # finished training run leaves NAME/trained (when, on which CPU, the command) and is not run
 # again; an interrupted one resumes from its last saved step, from its work state where it is
-# there, else (a new machine) from the committed head at the step its progress.json gives
+# there, else (a new machine) from the committed head at the step work/progress.json gives
 # (eagle3.train --start-step); a report that exists is not measured again.
 cd "$(dirname "$0")/../.."
 export PYTHONPATH=.
 name=$1 count=$2 init=${3:--}
 shift 3 2>/dev/null || shift $#
-dir=checkpoints/scaling/$name work=checkpoints/scaling/$name/work
+dir=checkpoints/scaling/$name
+work=$dir/work
 mkdir -p "$dir"
 head=$dir/head
 if [ "$count" = measure ]; then
@@ -24,8 +26,8 @@ elif [ ! -f "$dir/trained" ]; then
   [ "${#parts[@]}" -eq "$count" ] || { echo "stage $name: $count feature folders wanted, ${#parts[@]} found"; exit 1; }
   [ "$init" = - ] && init=""
   start=0
-  if [ ! -f "$work/state.pt" ] && [ -f "$head/progress.json" ]; then
-    start=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["step"])' "$head/progress.json")
+  if [ ! -f "$work/state.pt" ] && [ -f "$work/progress.json" ]; then
+    start=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["step"])' "$work/progress.json")
     init=$head
     echo "stage $name: no optimiser state here; going on from the committed head at step $start"
   fi
