@@ -36,6 +36,8 @@ that read one input (q/k/v, gate/up) multiply as one product on their stacked we
 
 from __future__ import annotations
 
+import functools
+
 import torch
 import torch.nn.functional as F
 from transformers import AttentionInterface, AttentionMaskInterface
@@ -65,12 +67,25 @@ AttentionInterface.register(NAME, invariant_attention)
 AttentionMaskInterface.register(NAME, eager_mask)
 
 
+@functools.cache
+def onednn_packs_bfloat16() -> bool:
+    """Whether oneDNN can reorder bfloat16 weights into its layout on this CPU: it needs
+    avx512bw, avx512vl and avx512dq, or avx_ne_convert, and refuses on an AVX2-only CPU."""
+    try:
+        torch.ops.mkldnn._reorder_linear_weight(torch.zeros(1, 1, dtype=torch.bfloat16), 1)
+    except RuntimeError:
+        return False
+    return True
+
+
 def prepackable(weight: torch.Tensor) -> bool:
-    """Whether a product on this weight runs prepacked: bfloat16 on a CPU, no gradient wanted,
-    and not inside torch.compile, which cannot take the packed weight as a graph input
-    (inductor's lowering of the oneDNN op asserts on it) and lowers the stock product itself."""
+    """Whether a product on this weight runs prepacked: bfloat16 on a CPU whose oneDNN packs
+    it, no gradient wanted, and not inside torch.compile, which cannot take the packed weight
+    as a graph input (inductor's lowering of the oneDNN op asserts on it) and lowers the
+    stock product itself."""
     return weight.dtype == torch.bfloat16 and weight.device.type == "cpu" and not (
-        torch.is_grad_enabled() and weight.requires_grad) and not torch.compiler.is_compiling()
+        torch.is_grad_enabled() and weight.requires_grad) and not torch.compiler.is_compiling() and (
+        onednn_packs_bfloat16())
 
 
 class PackedWeights:

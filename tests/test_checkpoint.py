@@ -169,9 +169,25 @@ def test_a_bfloat16_head_keeps_float32_rope(tmp_path, target):
     assert head.rotary.inv_freq.dtype == torch.float32 and torch.allclose(head.rotary.inv_freq, want)
 
 
-def test_a_bfloat16_head_multiplies_on_prepacked_weights_and_still_trains(tmp_path, target):
+def test_a_bfloat16_linear_multiplies_stock_where_onednn_packs_none(monkeypatch):
+    """On an AVX2-only CPU oneDNN refuses to reorder bfloat16 weights: the product is the
+    stock one there, not a crash."""
+    import eagle3.invariant
     from eagle3.invariant import PrepackedLinear
 
+    monkeypatch.setattr(eagle3.invariant, "onednn_packs_bfloat16", lambda: False)
+    layer = torch.nn.Linear(16, 8, dtype=torch.bfloat16).requires_grad_(False)
+    layer.__class__ = PrepackedLinear
+    x = torch.randn(3, 16, dtype=torch.bfloat16)
+    assert torch.equal(layer(x), torch.nn.functional.linear(x, layer.weight, layer.bias))
+    assert "_packed" not in layer.__dict__
+
+
+def test_a_bfloat16_head_multiplies_on_prepacked_weights_and_still_trains(tmp_path, target):
+    from eagle3.invariant import PrepackedLinear, onednn_packs_bfloat16
+
+    if not onednn_packs_bfloat16():
+        pytest.skip("oneDNN packs no bfloat16 weights on this CPU (it needs avx512bw/vl/dq or avx_ne_convert)")
     config = published_config()
     head = load_head(write_head(tmp_path / "head", config, published_tensors(config)), target, dtype="bfloat16")
     assert all(type(m) is PrepackedLinear for m in head.modules() if isinstance(m, torch.nn.Linear))
