@@ -5,7 +5,7 @@
     python -m eagle3.costs --shape smollm2-135m --device cpu  # the app's default target
 
 Random weights (the timings do not depend on them), in --dtype (auto: bfloat16 on CUDA and
-CPUs with AMX). After a prefill of --context tokens it times, as medians of --repeats: one
+CPUs with exact bfloat16). After a prefill of --context tokens it times, as medians of --repeats: one
 plain decoding step, one draft level (top_k nodes through the head, from the difference
 between drafting 1 and `depth` levels), and the verification of 1 to 64 tokens, in
 milliseconds and in one-node rounds (the curve eagle3.budget prices trees by, which it
@@ -120,7 +120,7 @@ def main(argv=None) -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--shape", default="llama-3.1-8b", choices=sorted(SHAPES))
     parser.add_argument("--device", default="auto")
-    parser.add_argument("--dtype", default="auto", help="auto: bfloat16 on CUDA and CPUs with AMX, else float32")
+    parser.add_argument("--dtype", default="auto", help="auto: bfloat16 on CUDA and CPUs with exact bfloat16 (AMX, AVX-512 BF16), else float32")
     parser.add_argument("--attention", default="auto", help="the target's attention (see eagle3.options)")
     parser.add_argument("--context", type=int, default=512, help="tokens in the cache before each timed step")
     parser.add_argument("--repeats", type=int, default=20)

@@ -261,7 +261,7 @@ def parse_args(argv=None):
                                                             "records take them in turn (0: greedy)")
     parser.add_argument("--device", default="auto")
     parser.add_argument("--dtype", default="auto",
-                        help="the target's dtype (auto: bfloat16 on CUDA and CPUs with AMX, else float32)")
+                        help="the target's dtype (auto: bfloat16 on CUDA and CPUs with exact bfloat16 (AMX, AVX-512 BF16), else float32)")
     parser.add_argument("--save-dtype", default=None, choices=sorted(DTYPES), help="dtype of the stored states")
     parser.add_argument("--seed", type=int, default=0)
     return parser.parse_args(argv)

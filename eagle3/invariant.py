@@ -8,7 +8,7 @@ float32 they agree to about 1e-5, which never flips an argmax in practice. In bf
 layer rounds its output to 8 bits of mantissa, and a difference in the last bit grows into
 logit differences of 0.5 over 30 layers, enough to flip an argmax now and then.
 
-Two kernels depend on the shape of the call, measured with oneDNN on AMX:
+Two kernels depend on the shape of the call, measured with oneDNN on AMX and on AVX-512 BF16:
 - Attention sums over keys in blocks and vector lanes, so its rounding depends on the number
   of queries, on how far the key axis runs past a query under the mask, and, in a tree, on
   where a node's ancestors sit among its siblings. `invariant_attention` does the arithmetic
@@ -16,12 +16,14 @@ Two kernels depend on the shape of the call, measured with oneDNN on AMX:
   1e-16, and the rounding back to bfloat16 (steps of about 4e-3) erases that. Keys and
   values are stored in float64 by the cache (`cache_dtype`), converted once when written;
   on the 135M default target this costs no more than transformers' `sdpa` (README).
-- Linear layers give each row the bits of a one-row product up to 32 rows per matrix
-  product; from 33 rows on oneDNN switches kernels and rows round differently (every
+- Linear layers. On AMX each row gets the bits of a one-row product up to 32 rows per
+  matrix product; from 33 rows on oneDNN switches kernels and rows round differently (every
   SmolLM2 shape, 1 and 2 threads). A 16-node tree stays under that, but a batch of trees or
   a prompt does not, so `RowInvariantLinear` multiplies at most GEMM_ROWS rows at a time.
-  One-token steps and single trees are unchanged; a batch of 4 trees reads the weights
-  twice instead of once.
+  On AVX-512 BF16 without AMX (an AMD EPYC) products of 2 to 64 rows agree row for row, but
+  a one-row product over more than 1,024 inputs (the MLP's down projection) takes another
+  path and rounds differently; so there a one-row product is padded with a zero row.
+  `row_limits` measures which of the two a CPU needs, once per process.
 
 The bfloat16 products run on weights that oneDNN has reordered once into its own blocked
 layout (`torch.ops.mkldnn._reorder_linear_weight`), as inference engines prepack them: a
@@ -37,6 +39,8 @@ that read one input (q/k/v, gate/up) multiply as one product on their stacked we
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
+from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
@@ -78,6 +82,66 @@ def onednn_packs_bfloat16() -> bool:
     return True
 
 
+@dataclass(frozen=True)
+class RowLimits:
+    """How a product's rows keep the bits they get in any other product: products of fewer
+    than min_rows rows are padded with zero rows, larger ones split into at most max_rows."""
+
+    min_rows: int = 1
+    max_rows: int | None = None  # None: all rows at once
+
+
+# Where no limits are wanted (the head's drafts) or none were found.
+ANY_ROWS = RowLimits()
+PROBE_OUTPUTS = 576  # the outputs of a probe's random weight (the kernels' choices follow the inputs)
+PROBE_TRIALS = 4
+# The input widths whose limits decide whether a CPU has exact bfloat16: SmolLM2's 576, and
+# its down projection's 1,536, over the 1,024 inputs past which AVX-512 BF16 pads.
+PROBE_WIDTHS = (576, 1536)
+
+
+@functools.cache
+def row_limits(in_features: int) -> RowLimits | None:
+    """This CPU's row limits for the decoders' own prepacked bfloat16 product over in_features
+    inputs (measure_row_limits), measured once per width and process, in milliseconds; None
+    where oneDNN packs no bfloat16."""
+    if not onednn_packs_bfloat16():
+        return None
+
+    def prepacked(weight):
+        packed = torch.ops.mkldnn._reorder_linear_weight(weight, 1)
+        return lambda rows: torch.ops.mkldnn._linear_pointwise(rows, packed, None, "none", [], "")
+
+    return measure_row_limits(prepacked, in_features)
+
+
+def exact_rows() -> bool:
+    """Whether this CPU's bfloat16 products keep every row's bits within some row limits at the
+    PROBE_WIDTHS (eagle3.target.exact_bf16 asks, before any model is loaded)."""
+    return all(row_limits(width) is not None for width in PROBE_WIDTHS)
+
+
+def measure_row_limits(make_product, in_features: int) -> RowLimits | None:
+    """The row limits under which products over in_features inputs give every row the same
+    bits for any number of rows up to GEMM_ROWS: one-row products as they are where they
+    agree with larger ones (AMX; AVX-512 BF16 up to 1,024 inputs), else padded to two rows
+    (AVX-512 BF16 beyond); None where neither holds. make_product(weight [out, in]) gives a
+    product, rows [m, in] -> [m, out]. Tried on a random bfloat16 weight [PROBE_OUTPUTS,
+    in_features], every m from 1 to GEMM_ROWS, PROBE_TRIALS inputs each."""
+    generator = torch.Generator().manual_seed(0)
+    candidates = [RowLimits(1, GEMM_ROWS), RowLimits(2, GEMM_ROWS)]
+    with torch.inference_mode():
+        product = make_product(torch.randn(PROBE_OUTPUTS, in_features, generator=generator).to(torch.bfloat16) * 0.05)
+        for _ in range(PROBE_TRIALS):  # a row that rounds differently does so in a few of its outputs only
+            rows = torch.randn(GEMM_ROWS, in_features, generator=generator).to(torch.bfloat16)
+            together = [product(rows[:m]) for m in range(1, GEMM_ROWS + 1)]
+            for limits in list(candidates):
+                alone = torch.cat([by_rows(product, row, limits) for row in rows.split(1)])
+                if not all(torch.equal(out, alone[:len(out)]) for out in together[limits.min_rows - 1:]):
+                    candidates.remove(limits)
+    return candidates[0] if candidates else None
+
+
 def prepackable(weight: torch.Tensor) -> bool:
     """Whether a product on this weight runs prepacked: bfloat16 on a CPU whose oneDNN packs
     it, no gradient wanted, and not inside torch.compile, which cannot take the packed weight
@@ -108,11 +172,20 @@ class PackedWeights:
         return self._product
 
 
-def by_rows(product, x: torch.Tensor, max_rows: int | None) -> torch.Tensor:
-    """x [..., in] -> [..., out]: `product` over x's rows, at most max_rows at a time."""
+def by_rows(product, x: torch.Tensor, limits: RowLimits) -> torch.Tensor:
+    """x [..., in] -> [..., out]: `product` over x's rows, at most limits.max_rows at a time,
+    each product padded with zero rows up to limits.min_rows."""
     rows = x.reshape(-1, x.shape[-1])
-    out = torch.cat([product(chunk) for chunk in rows.split(max_rows)]) if max_rows and len(rows) > max_rows else product(rows)
+    chunks = rows.split(limits.max_rows) if limits.max_rows and len(rows) > limits.max_rows else (rows,)
+    out = torch.cat([padded_product(product, chunk, limits.min_rows) for chunk in chunks])
     return out.view(*x.shape[:-1], out.shape[-1])
+
+
+def padded_product(product, rows: torch.Tensor, min_rows: int) -> torch.Tensor:
+    """product(rows) [m, in] -> [m, out], computed on at least min_rows rows."""
+    if len(rows) >= min_rows:
+        return product(rows)
+    return product(torch.cat([rows, rows.new_zeros(min_rows - len(rows), rows.shape[1])]))[:len(rows)]
 
 
 class PrepackedLinear(torch.nn.Linear):
@@ -120,8 +193,8 @@ class PrepackedLinear(torch.nn.Linear):
     gradient is wanted; elsewhere the stock product. Same weights, same state dict. A layer
     in a SharedInput takes its columns of the group's one product."""
 
-    max_rows: int | None = None  # rows per product; None: all at once
     shared_input: SharedInput | None = None
+    row_limits: RowLimits = ANY_ROWS
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if prepackable(self.weight):
@@ -129,17 +202,18 @@ class PrepackedLinear(torch.nn.Linear):
                 return self.shared_input.output(self, x)
             if "_packed" not in self.__dict__:  # made on first use: the class is swapped in, no __init__ runs
                 self._packed = PackedWeights([self])
-            return by_rows(self._packed.product(), x, self.max_rows)
-        if self.max_rows is None:
+            return by_rows(self._packed.product(), x, self.row_limits)
+        if self.row_limits == ANY_ROWS:
             return F.linear(x, self.weight, self.bias)
-        return by_rows(lambda rows: F.linear(rows, self.weight, self.bias), x, self.max_rows)
+        return by_rows(lambda rows: F.linear(rows, self.weight, self.bias), x, self.row_limits)
 
 
 class RowInvariantLinear(PrepackedLinear):
-    """A PrepackedLinear that multiplies at most GEMM_ROWS rows per product, so each row gets
-    the bits it would get alone. `make_row_invariant` turns a model's linear layers into it."""
+    """A PrepackedLinear whose products keep this CPU's row limits, so each row gets the bits it
+    would get alone. `make_row_invariant` turns a model's linear layers into it and gives them
+    the measured limits (`row_limits`); where none were found they keep to GEMM_ROWS, as on AMX."""
 
-    max_rows = GEMM_ROWS
+    row_limits = RowLimits(1, GEMM_ROWS)
 
 
 # Linear layers of one module that read the same input: attention's projections, the MLP's
@@ -170,7 +244,7 @@ class SharedInput:
     def output(self, member: PrepackedLinear, x: torch.Tensor) -> torch.Tensor:
         """x [..., in] -> member's x @ W.T + b [..., out], bits of the stacked product."""
         if not (x is self._input and id(member) in self._waiting):
-            self._output = by_rows(self.weights.product(), x, member.max_rows)
+            self._output = by_rows(self.weights.product(), x, member.row_limits)
             self._input = x
             self._waiting = [id(m) for m in self.members]
         self._waiting.remove(id(member))
@@ -188,25 +262,31 @@ def share_inputs(model: torch.nn.Module) -> None:
             members = [getattr(module, name, None) for name in names]
             if not all(isinstance(m, PrepackedLinear) for m in members):
                 continue
-            if len({(m.in_features, m.weight.dtype, m.weight.device, m.bias is None, m.max_rows) for m in members}) == 1:
+            if len({(m.in_features, m.weight.dtype, m.weight.device, m.bias is None, m.row_limits) for m in members}) == 1:
                 group = SharedInput(members)
                 for m in members:
                     m.shared_input = group
 
 
-def prepack_linears(model: torch.nn.Module, kind: type[PrepackedLinear] = PrepackedLinear) -> None:
+def prepack_linears(model: torch.nn.Module, kind: type[PrepackedLinear] = PrepackedLinear,
+                    limits: Callable[[int], RowLimits | None] | None = None) -> None:
     """Give every nn.Linear of the model the forward of `kind`, in place (only the class
-    changes), and layers that read one input one product (SharedInput). The EAGLE-3 head
-    takes PrepackedLinear: its drafts need speed, not invariance."""
+    changes), the row limits of its input width where `limits` gives some (an attribute, so
+    that compiled graphs read no probe), and layers that read one input one product
+    (SharedInput). The EAGLE-3 head takes PrepackedLinear: its drafts need speed, not
+    invariance."""
     for module in model.modules():
         if type(module) is torch.nn.Linear:
             module.__class__ = kind
+            if limits is not None and limits(module.in_features) is not None:
+                module.row_limits = limits(module.in_features)
     share_inputs(model)
 
 
 def make_row_invariant(model: torch.nn.Module) -> None:
-    """The target's linear layers as RowInvariantLinear."""
-    prepack_linears(model, RowInvariantLinear)
+    """The target's linear layers as RowInvariantLinear, each within this CPU's row limits for
+    its input width where they were found (else GEMM_ROWS rows a product)."""
+    prepack_linears(model, RowInvariantLinear, row_limits)
 
 
 def cache_dtype(model) -> torch.dtype | None:

@@ -17,7 +17,8 @@ import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
 
 from eagle3 import transfer
-from eagle3.invariant import NAME as INVARIANT_ATTENTION, cache_dtype, make_row_invariant, wants_invariant_arithmetic
+from eagle3.invariant import (NAME as INVARIANT_ATTENTION, cache_dtype, exact_rows, make_row_invariant,
+                              wants_invariant_arithmetic)
 from eagle3.gguf import dequantized, find_gguf
 from eagle3.kv_cache import KVCache
 from eagle3.masks import additive_mask, in_window, ragged_allowed
@@ -69,11 +70,11 @@ def bf16_supported(device: torch.device) -> bool:
 
 
 def exact_bf16(device: torch.device) -> bool:
-    """Where `auto` runs the target in bfloat16: CUDA, and CPUs with AMX, where bfloat16 linear
-    layers give each row the same bits for up to 32 rows (measured), so that with
-    eagle3.invariant a verified tree or a batch computes what one-token steps do. Other CPUs
-    keep float32."""
-    return bf16_supported(device) and (device.type == "cuda" or "amx_bf16" in cpu_info())
+    """Where `auto` runs the target in bfloat16: CUDA, and CPUs with AVX-512 BF16 or AMX whose
+    bfloat16 linear layers give each row the same bits for any number of rows up to 32
+    (eagle3.invariant.exact_rows measures it), so that with eagle3.invariant a verified tree or
+    a batch computes what one-token steps do. Other CPUs keep float32."""
+    return bf16_supported(device) and (device.type == "cuda" or exact_rows())
 
 
 def _cpu_has_bf16() -> bool:

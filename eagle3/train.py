@@ -249,7 +249,7 @@ def parse_args(argv=None):
     parser.add_argument("--device", default="auto", choices=["auto", "cpu"],
                         help="auto: the accelerator's device (a GPU per process under accelerate launch)")
     parser.add_argument("--dtype", default="auto",
-                        help="the target's dtype (auto: bfloat16 on CUDA and CPUs with AMX, else float32)")
+                        help="the target's dtype (auto: bfloat16 on CUDA and CPUs with exact bfloat16 (AMX, AVX-512 BF16), else float32)")
     parser.add_argument("--no-bf16", action="store_true", help="float32 even where bfloat16 is available")
     parser.add_argument("--save-dtype", default="float32", choices=["float32", "bfloat16", "float16"],
                         help="dtype of the saved head (bfloat16 halves its size)")
