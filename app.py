@@ -54,8 +54,9 @@ MAX_BATCH = 8  # prompts decoded together by the batch panel
 UPDATES_PER_S = 15
 # A chat pane re-renders its whole message at each update, a fraction of a millisecond of the
 # browser's main thread per token shown: a long reply is sent less often so that the page
-# keeps half its time for the visitor (Stop stays clickable).
-PAGE_TOKENS_PER_S = 1500
+# keeps most of its time for the visitor (Stop stays clickable), on slower CPUs too (at a
+# rate three times this, a 1024-token reply kept an AVX2-only EPYC's page too busy to click).
+PAGE_TOKENS_PER_S = 500
 TREE_UPDATES_PER_S = 2
 # plotly.js from the installed plotly package, served by the app itself: the page works offline
 PLOTLY_JS = os.path.join(os.path.dirname(plotly.__file__), "package_data", "plotly.min.js")
