@@ -147,7 +147,7 @@ def run(target: Target, head, records: list[PromptRecord], tree: TreeConfig, con
         plain, spec = results["plain"], results["eagle3"]
         row = {"id": record.id, "category": record.category, "prompt": record.first, "prompt_ids": prompt_ids,
                "plain_ids": plain.output_ids, "eagle3_ids": spec.output_ids, "tau": round(spec.tau, 4),
-               "rounds": spec.rounds, "accepted_drafts": sum(spec.accepted_per_round),
+               "rounds": spec.rounds, "drafted_rounds": len(spec.drafted), "accepted_drafts": sum(spec.drafted),
                "speedup": round(seconds["plain"] / seconds["eagle3"], 4), "plain_s": round(seconds["plain"], 4),
                "eagle3_s": round(seconds["eagle3"], 4)}
         for drafter in drafters:
@@ -207,7 +207,7 @@ def by_category(rows: list[dict], drafters: tuple[str, ...] = ()) -> dict[str, d
     table = {}
     for category in sorted({r["category"] for r in rows}):
         chosen = [r for r in rows if r["category"] == category]
-        rounds = sum(r["rounds"] for r in chosen)
+        rounds = sum(r["drafted_rounds"] for r in chosen)
         lookup = [r["hf_prompt_lookup_s"] for r in chosen if "hf_prompt_lookup_s" in r]
         plain_s, spec_s = sum(r["plain_s"] for r in chosen), sum(r["eagle3_s"] for r in chosen)
         table[category or "-"] = {
@@ -301,6 +301,7 @@ def summarise(totals: dict[str, Tally], rows: list[dict], tree: TreeConfig, conf
         "prompts": len(rows),
         "new_tokens": spec.new_tokens,
         "rounds": spec.rounds,
+        "plain_steps": spec.plain_steps,  # rounds that drafted nothing (tau and acceptance leave them out)
         "time_split": {  # where EAGLE-3 spent its time, summed over prompts
             "draft_s": round(spec.draft_s, 3), "verify_s": round(spec.verify_s, 3),
             "bookkeeping_s": round(spec.bookkeeping_s, 3),
@@ -309,6 +310,7 @@ def summarise(totals: dict[str, Tally], rows: list[dict], tree: TreeConfig, conf
         "drafters": {d: {"speedup": round(totals["plain"].seconds / totals[d].seconds, 4),
                          "tokens_per_s": round(totals[d].tokens_per_s, 2), "tau": round(totals[d].stats.tau, 4),
                          "nodes_per_round": round(totals[d].stats.nodes_per_round, 2),
+                         "rounds": totals[d].stats.rounds, "plain_steps": totals[d].stats.plain_steps,
                          "exact_match": all(r["plain_ids"] == r[f"{d}_ids"] for r in rows) if greedy else None,
                          "accepted_by_source": dict(totals[d].stats.accepted_by_source)} for d in drafters},
     }
@@ -340,7 +342,8 @@ def print_table(report: dict) -> None:
     lookup = s["hf_prompt_lookup_tokens_per_s"]
     print(f"\nplain {s['plain_tokens_per_s']} tok/s (HF generate {s['hf_generate_tokens_per_s']}) | EAGLE-3 {s['eagle3_tokens_per_s']} tok/s | "
           f"prompt lookup {lookup if lookup is not None else '-'} tok/s | speedup {s['speedup']:.2f}x | "
-          f"tau {s['tau']:.2f} | nodes per round {s['nodes_per_round']} | exact match {s['exact_match']}")
+          f"tau {s['tau']:.2f} | nodes per round {s['nodes_per_round']} | plain steps {s['plain_steps']} of "
+          f"{s['rounds']} rounds | exact match {s['exact_match']}")
     print("acceptance by position: " + " ".join(f"{a:.2f}" for a in s["acceptance_by_position"]))
     for name, d in (s["divergences"] or {}).items():
         if d["prompts"]:
@@ -350,7 +353,7 @@ def print_table(report: dict) -> None:
     print(f"time split: draft {split['draft_s']} s, verify {split['verify_s']} s, bookkeeping {split['bookkeeping_s']} s")
     for name, d in s.get("drafters", {}).items():
         print(f"drafter {name}: {d['tokens_per_s']} tok/s | speedup {d['speedup']:.2f}x | tau {d['tau']:.2f} | "
-              f"nodes per round {d['nodes_per_round']} | "
+              f"nodes per round {d['nodes_per_round']} | plain steps {d['plain_steps']} of {d['rounds']} rounds | "
               f"exact match {d['exact_match']} | accepted drafts by source {d['accepted_by_source']}")
     for name, d in report.get("llama_cpp", {}).get("summary", {}).items():
         print(f"{name}: {d['tokens_per_s']} tok/s | {d.get('speedup_over_project_plain', '-')}x this project's plain"

@@ -15,7 +15,18 @@ d * log(hit rate) undervalues). The n most likely nodes are worth E(n) = 1 + (su
 chances) tokens, and the round keeps the n that maximises E(n) / (D + V(n + 1)), D being
 what its drafting took and V the verification curve: EAGLE-2's expected-acceptance ranking
 with a hardware price, as in Sequoia and SpecExec. Rows of a batch share one n, priced at
-the batch's token count. Any cut is lossless: it only chooses which drafts are verified.
+the batch's token count. The curve was measured at a short context; each round's time scales
+it to the context and load of the moment.
+
+Before a round, the budget also says how many levels the head drafts (`levels`): one more
+than the deepest head node it kept lately, since deeper drafts would be cut anyway and
+drafting them costs, and none at all while the head does not pay. Whether it pays is the
+best rate with its nodes and its draft time against the best without them (plain decoding,
+or the copies alone), averaged over recent rounds. Where a verified node costs much of a
+step (float32 on a CPU without AMX or AVX-512 BF16, say) the head rests, so speculation
+falls back to plain decoding instead of losing to it; it drafts again after a rest that
+doubles while it keeps losing, to see whether the text has become easier. Any cut, depth or
+rest is lossless: it only chooses which drafts are verified.
 """
 
 from __future__ import annotations
@@ -23,6 +34,7 @@ from __future__ import annotations
 import bisect
 import math
 import weakref
+from collections import deque
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -30,13 +42,15 @@ import torch
 
 from eagle3.target import Target
 from eagle3.transfer import call_seconds
-from eagle3.tree import DraftTree
+from eagle3.tree import MAX_DEPTH, DraftTree
 
 if TYPE_CHECKING:
     from eagle3.decoding import GenerationConfig, Settled
 
 NODE_BUDGETS = ("measured", "fixed")  # a NodeBudget cuts each round's trees, or the tree config's size is kept
 MEASURED_NODES = (1, 2, 4, 8, 16, 32, 64)  # the tree sizes whose verification is timed (root included)
+HEAD_SOURCES = ("head", "both")  # the nodes a round would not have without the head's drafting
+LONGEST_REST = 16  # rounds the head rests at most before it drafts again
 
 
 @dataclass(frozen=True)
@@ -114,6 +128,24 @@ class NodeBudget:
     accepted: dict[tuple[str, int], float] = field(default_factory=dict)  # decayed sums per (class, depth) of
     predicted: dict[tuple[str, int], float] = field(default_factory=dict)  # accepted drafts and their predicted number
     history: list[int] = field(default_factory=list)  # nodes verified per round, root included
+    gate_memory: float = 0.5  # weight of the past in the head's pay ratio: a few rounds turn the gate
+    depth_window: int = 8  # rounds whose deepest kept head node sets the next draft depth
+    scale: float | None = None  # measured round time over the curve's price, recently (context and load)
+    head_ratio: float | None = None  # best rate with the head over the best without it, recently
+    rest: int = 0  # rounds the head still rests
+    next_rest: int = 1  # the next rest's length, doubled while the head keeps losing
+    kept_depths: deque = field(default_factory=deque)  # per recent round the head drafted: its deepest kept node
+    priced: tuple[float, int] | None = None  # this round's draft seconds and verified tokens
+
+    def __post_init__(self):
+        self.kept_depths = deque(self.kept_depths, maxlen=self.depth_window)
+
+    def levels(self) -> int:
+        """The most levels the head drafts this round: 0 while it rests."""
+        if self.rest:
+            self.rest -= 1
+            return 0
+        return min(MAX_DEPTH, max(self.kept_depths) + 1) if self.kept_depths else MAX_DEPTH
 
     def calibration(self, kind: str, depth: int) -> float:
         """Accepted drafts per predicted one, recently, for the head's or the copies' nodes at
@@ -138,29 +170,59 @@ class NodeBudget:
             chances[node] = min(chances[tree.parents[node]], calibration * math.exp(tree.scores[node]))
         return chances
 
-    def size(self, chances: list[list[float]], draft_seconds: float) -> int:
-        """The number of best non-root nodes each row keeps, given each row's node chances: at
-        least one where anything was drafted, so that the calibration keeps learning (a
-        source cut to nothing would never be verified again, however good it became)."""
+    def rates(self, chances: list[list[float]], draft_seconds: float) -> list[float]:
+        """Expected tokens per second when each row keeps its n best non-root nodes, for n = 0,
+        1, ... up to the largest row's, given each row's node chances (root first)."""
         ranked = [sorted(row[1:], reverse=True) for row in chances]
-        rows, most = len(ranked), max(len(row) for row in ranked)
-        best, best_rate, gain = 0, 0.0, 0.0
-        for n in range(most + 1):
+        rows, gain, rates = len(ranked), 0.0, []
+        for n in range(max(len(row) for row in ranked) + 1):
             if n:
                 gain += sum(row[n - 1] for row in ranked if len(row) >= n)
-            rate = (rows + gain) / (draft_seconds + self.costs.at(rows * (n + 1)))
-            if rate > best_rate and n >= min(1, most):
-                best, best_rate = n, rate
-        return best
+            rates.append((rows + gain) / (draft_seconds + (self.scale or 1.0) * self.costs.at(rows * (n + 1))))
+        return rates
+
+    def size(self, chances: list[list[float]], draft_seconds: float) -> int:
+        """The number of best non-root nodes each row keeps: at least one where anything was
+        drafted, so that the calibration keeps learning (a source cut to nothing would never
+        be verified again, however good it became)."""
+        rates = self.rates(chances, draft_seconds)
+        least = min(1, len(rates) - 1)
+        return max(range(least, len(rates)), key=lambda n: (rates[n], -n))
 
     def cut(self, trees: list[DraftTree], draft_seconds: float) -> list[DraftTree]:
         chances = [self.chances(tree) for tree in trees]
         n = self.size(chances, draft_seconds)
+        drafted = any(tree.source(node) in HEAD_SOURCES for tree in trees for node in range(1, len(tree)))
+        if drafted:
+            self.weigh_head(trees, chances, draft_seconds)
         trees = [tree.best(n, row) for tree, row in zip(trees, chances)]
+        if drafted:
+            self.kept_depths.append(max((tree.depths[node] for tree in trees for node in range(1, len(tree))
+                                         if tree.source(node) in HEAD_SOURCES), default=0))
         self.history.append(max(len(tree) for tree in trees))
+        self.priced = draft_seconds, len(trees) * self.history[-1]
         return trees
 
-    def observe(self, settled: list[Settled]) -> None:
+    def weigh_head(self, trees: list[DraftTree], chances: list[list[float]], draft_seconds: float) -> None:
+        """Update the head's pay ratio with this round's trees; where it has fallen below 1, the
+        head rests for the next rounds."""
+        without = [[chance for node, chance in enumerate(row) if tree.source(node) not in HEAD_SOURCES]
+                   for tree, row in zip(trees, chances)]
+        ratio = max(self.rates(chances, draft_seconds)) / max(self.rates(without, 0.0))
+        past = ratio if self.head_ratio is None else self.head_ratio
+        self.head_ratio = self.gate_memory * past + (1 - self.gate_memory) * ratio
+        if self.head_ratio < 1:
+            self.rest, self.next_rest = self.next_rest, min(2 * self.next_rest, LONGEST_REST)
+        else:
+            self.next_rest = 1
+
+    def observe(self, settled: list[Settled], seconds: float | None = None) -> None:
+        """Learn from a round's outcome: the calibration from what was accepted, the scale
+        from `seconds`, the round's time from the start of drafting."""
+        if seconds is not None and self.priced is not None:
+            draft_seconds, tokens = self.priced
+            scale = max(seconds - draft_seconds, 0.0) / self.costs.at(tokens)
+            self.scale = scale if self.scale is None else self.memory * self.scale + (1 - self.memory) * scale
         for done in settled:
             tree = done.tree
             if tree is None or len(tree) == 1:

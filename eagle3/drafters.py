@@ -11,7 +11,8 @@ each round verifies the root alone, which is plain decoding. `HeadDrafter` draft
 EAGLE-3 head (optionally with a depth policy), `CopyDrafter` copies from the context, and
 `HybridDrafter` merges the two and decides when the head sits a round out.
 `BudgetedDrafter` wraps any of them and cuts its trees to the size the device's measured
-costs pay for (eagle3.budget).
+costs pay for (eagle3.budget); before each round it tells the head how deep to draft, or to
+rest (`head_levels`).
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from eagle3.budget import NodeBudget
 from eagle3.head import Eagle3Head
 from eagle3.kv_cache import KVCache
 from eagle3.lookup import COPIED, ContextIndex, CopyHitRate, LookupConfig, hybrid_tree
-from eagle3.tree import DraftTree, TreeConfig, draft_trees
+from eagle3.tree import MAX_DEPTH, DraftTree, TreeConfig, draft_trees
 
 if TYPE_CHECKING:
     from eagle3.decoding import Settled
@@ -58,6 +59,9 @@ class Drafter:
     def keep(self, rows: list[int]) -> None:
         pass
 
+    def head_levels(self, levels: int) -> None:
+        """The next round's head drafts at most `levels` levels (0: it rests); no head, no effect."""
+
 
 class HeadDrafter(Drafter):
     """The EAGLE-3 head's dynamic tree. The head consumes each accepted position's (feature,
@@ -82,11 +86,16 @@ class HeadDrafter(Drafter):
         self.next_tokens: list[list[int]] = [[] for _ in prompts]  # ...and their m tokens, the last being the root
         self.drafted: int | None = None  # the depth the head drafted this round; None: it sat out
         self.round_tree = self.tree  # this round's tree (the policy's, with one)
+        self.levels = MAX_DEPTH  # the most levels the next round drafts (head_levels)
+
+    def head_levels(self, levels: int) -> None:
+        self.levels = levels
 
     def propose(self, roots: list[int], remaining: list[int]) -> list[DraftTree]:
         self.round_tree = tree = self.policy.tree(self.tree) if self.policy else self.tree
-        self.drafted = max(0, min(tree.depth, max(remaining) - 1))
-        if self.drafted == 0:  # no room to draft: a plain step, the run's last
+        self.drafted = max(0, min(tree.depth, self.levels, max(remaining) - 1))
+        self.levels = MAX_DEPTH  # a limit holds for one round
+        if self.drafted == 0:  # resting, or no room to draft (the run's last step): a plain step; its pairs wait
             return super().propose(roots, remaining)
         trees = draft_trees(self.head, self.cache, self.lengths, self.features, self.next_tokens, tree, self.drafted)
         self.lengths = [length + len(tokens) for length, tokens in zip(self.lengths, self.next_tokens)]
@@ -188,6 +197,9 @@ class HybridDrafter(Drafter):
         self.head.keep(rows)
         self.copy.keep(rows)
 
+    def head_levels(self, levels: int) -> None:
+        self.head.head_levels(levels)
+
 
 class BudgetedDrafter(Drafter):
     """Any drafter whose trees a NodeBudget (eagle3.budget) cuts each round to the node count
@@ -202,11 +214,12 @@ class BudgetedDrafter(Drafter):
 
     def propose(self, roots: list[int], remaining: list[int]) -> list[DraftTree]:
         start = time.perf_counter()
+        self.inner.head_levels(self.budget.levels())
         trees = self.inner.propose(roots, remaining)  # its last act is the wait for the trees
         return self.budget.cut(trees, time.perf_counter() - start)
 
     def observe(self, settled: list[Settled], seconds: float) -> None:
-        self.budget.observe(settled)
+        self.budget.observe(settled, seconds)
         self.inner.observe(settled, seconds)
 
     def keep(self, rows: list[int]) -> None:

@@ -30,7 +30,7 @@ from eagle3.options import (add_drafter_options, add_generation_options, add_pai
                             generation_config)
 from eagle3.presets import choose_pair
 from eagle3.prompts import chat_ids
-from eagle3.stats import RunStats
+from eagle3.stats import RunStats, rounds_text
 from eagle3.target import load_target
 
 ANSI = {
@@ -88,7 +88,7 @@ def render(token, color: bool, show_rejected: bool) -> str:
 def summary(stats: RunStats, plain: bool) -> str:
     parts = [f"new tokens {stats.new_tokens}"]
     if not plain:
-        parts += [f"rounds {stats.rounds}", f"tau {stats.tau:.2f}", f"nodes per round {stats.nodes_per_round:.1f}"]
+        parts += [rounds_text(stats), f"tau {stats.tau:.2f}", f"nodes per round {stats.nodes_per_round:.1f}"]
     parts += [f"{stats.tokens_per_s:.1f} tokens/s", f"stop {stats.stop_reason}"]
     return " | ".join(parts)
 

@@ -16,7 +16,7 @@ from eagle3.events import RoundEvent
 
 
 def tokens_per_round(accepted_drafts: int, rounds: int) -> float:
-    """tau: mean tokens per verification round, the accepted drafts plus the target's own token."""
+    """tau: mean tokens per round that verified drafts, the accepted drafts plus the target's own token."""
     return (accepted_drafts + rounds) / rounds if rounds else 0.0
 
 
@@ -87,11 +87,24 @@ class RunStats:
 
     @property
     def rounds(self) -> int:
+        """Target forwards after the prefill."""
         return len(self.accepted_per_round)
 
     @property
+    def drafted(self) -> list[int]:
+        """Accepted drafts of each round that verified drafts: not the plain steps, where the
+        drafter proposed nothing (a resting head, eagle3.budget, or the run's last token)."""
+        return [accepted for accepted, depth in zip(self.accepted_per_round, self.depths) if depth > 0]
+
+    @property
+    def plain_steps(self) -> int:
+        return self.rounds - len(self.drafted)
+
+    @property
     def tau(self) -> float:
-        return tokens_per_round(sum(self.accepted_per_round), self.rounds)
+        """Tokens per round that verified drafts (what the drafts are worth where they are made)."""
+        drafted = self.drafted
+        return tokens_per_round(sum(drafted), len(drafted))
 
     @property
     def nodes_per_round(self) -> float:
@@ -103,7 +116,12 @@ class RunStats:
         return tokens_per_second(self.new_tokens, self.elapsed_s)
 
     def acceptance(self, depth: int) -> list[float]:
-        return acceptance_by_position(self.accepted_per_round, depth)
+        return acceptance_by_position(self.drafted, depth)
+
+
+def rounds_text(stats: RunStats) -> str:
+    """"rounds N", and how many of them were plain steps (the head resting, eagle3.budget)."""
+    return f"rounds {stats.rounds}" + (f" ({stats.plain_steps} plain)" if stats.plain_steps else "")
 
 
 def collect(events: Iterable[RoundEvent]) -> RunStats:

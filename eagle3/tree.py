@@ -20,6 +20,9 @@ from eagle3.kv_cache import KVCache
 from eagle3.masks import additive_mask
 
 
+MAX_DEPTH = 64  # draft levels a tree may have
+
+
 @dataclass
 class TreeConfig:
     depth: int = 7  # draft levels: the most drafts one round can accept
@@ -27,7 +30,7 @@ class TreeConfig:
     total_tokens: int = 60  # nodes verified per round, the root included
 
     def validate(self, draft_vocab_size: int | None = None) -> None:
-        integer_in("depth", self.depth, 1, 64)
+        integer_in("depth", self.depth, 1, MAX_DEPTH)
         integer_in("top_k", self.top_k, 1, 64)
         if draft_vocab_size is not None and self.top_k > draft_vocab_size:
             raise ValueError(f"top_k: {self.top_k} exceeds the head's draft vocabulary of {draft_vocab_size}")

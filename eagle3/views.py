@@ -18,7 +18,7 @@ from eagle3.budget import VerifyCosts
 from eagle3.events import RoundEvent, Token
 from eagle3.exactness import Divergence
 from eagle3.lookup import COPIED
-from eagle3.stats import RunStats, tokens_per_round
+from eagle3.stats import RunStats, rounds_text, tokens_per_round
 from eagle3.tree import DraftTree
 
 
@@ -134,7 +134,8 @@ def chart_data(spec: RunView, plain: RunView, depth: int, render_ms: float = 0.0
                          "tokens_per_s": [round(n / s, 2) if s > 0 else 0.0 for n, s in view.stats.times]}
              for view in (spec, plain)}
     accepted = spec.stats.accepted_per_round
-    running_tau = [round(tokens_per_round(total, rounds), 3) for rounds, total in enumerate(accumulate(accepted), 1)]
+    drafted = list(accumulate(depth > 0 for depth in spec.stats.depths))  # plain steps leave tau as it was
+    running_tau = [round(tokens_per_round(total, rounds), 3) for rounds, total in zip(drafted, accumulate(accepted))]
     return json.dumps({
         "rounds": {"round": list(range(1, len(accepted) + 1)), "tokens": [a + 1 for a in accepted],
                    "tau": running_tau, "depth": spec.stats.depths},
@@ -174,7 +175,7 @@ def summary_html(spec: list[RunView], plain: list[RunView], divergences: list[Di
     while not checked, or when sampling."""
     s, p = pooled(spec), pooled(plain)
     batch = [f"batch of {len(spec)}"] if len(spec) > 1 else []
-    parts = batch + [f"new tokens {s.new_tokens}", f"rounds {s.rounds}", f"tau {s.tau:.2f}",
+    parts = batch + [f"new tokens {s.new_tokens}", rounds_text(s), f"tau {s.tau:.2f}",
                      f"nodes/round {s.nodes_per_round:.1f}", f"EAGLE-3 {s.tokens_per_s:.1f} tok/s"]
     if not p.finished:  # "done." only at the very end
         return " | ".join(parts) + " | plain decoding…"

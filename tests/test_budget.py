@@ -7,9 +7,10 @@ import pytest
 
 import eagle3.budget
 from eagle3 import GenerationConfig, TreeConfig, collect, decode
+from eagle3.stats import collect_rows
 from eagle3.budget import NodeBudget, VerifyCosts, measure_verify_costs
 from eagle3.drafters import drafter_named
-from eagle3.tree import DraftTree
+from eagle3.tree import MAX_DEPTH, DraftTree
 from tests.models import make_head, make_target
 from tests.test_greedy import random_prompts
 from tests.test_invariant import path_to
@@ -102,6 +103,94 @@ def test_budgeted_greedy_decoding_equals_plain(drafter):
         assert got.nodes == budget.history
         sizes |= set(budget.history)
     assert len(sizes) > 2  # the cut did vary
+
+
+def test_the_head_drafts_one_level_deeper_than_it_was_kept():
+    budget = NodeBudget(STEEP)
+    assert budget.levels() == MAX_DEPTH  # nothing kept yet: the tree's own depth
+    likely = chain([math.log(0.9), math.log(0.8), math.log(0.7), math.log(0.1), math.log(0.01)])
+    budget.cut([likely], 0.1)  # keeps the three likely levels
+    assert budget.levels() == 4
+    budget.cut([chain([math.log(0.9)] * 2, ["root", "copy", "copy"])], 0.0)  # copies alone: the head did not draft
+    assert budget.levels() == 4
+    for _ in range(budget.depth_window):
+        budget.cut([chain([math.log(0.9), math.log(0.05)])], 0.1)
+    assert budget.levels() == 2  # the deep round has left the window
+
+
+def test_the_head_rests_while_it_does_not_pay_and_drafts_again_once_it_does():
+    costly = VerifyCosts((1, 2, 4, 8), (1.0, 1.8, 3.4, 6.6))  # each node 0.8 steps: only near-certain drafts pay
+    budget = NodeBudget(costly)
+
+    def rounds(count: int, tree: DraftTree, draft_seconds: float) -> str:
+        """x for a round the head drafted, . for one it rested"""
+        drafted = ""
+        for _ in range(count):
+            levels = budget.levels()
+            drafted += "x" if levels else "."
+            budget.cut([tree if levels else DraftTree.root_only(7)], draft_seconds if levels else 0.0)
+        return drafted
+
+    weak = rounds(80, chain([math.log(0.5), math.log(0.2)]), 0.2)
+    assert [len(rest) for rest in weak.split("x")[1:-1]] == [1, 2, 4, 8, 16, 16, 16], weak  # doubling
+    easy = rounds(60, chain([math.log(0.999)] * 8), 0.1)  # the text turns easy: a probe or two reopen the gate
+    assert easy.endswith("x" * 20) and budget.head_ratio > 1, easy
+    # Where nodes are nearly free, even a weak head pays and never rests.
+    cheap = NodeBudget(MILD)
+    for _ in range(20):
+        assert cheap.levels() > 0
+        cheap.cut([chain([math.log(0.5), math.log(0.2)])], 0.02)
+
+
+def test_the_copies_alone_are_what_the_head_must_beat():
+    """In a hybrid round the head is weighed against the copy chain without it, not against plain decoding."""
+    budget = NodeBudget(STEEP)
+    hybrid = DraftTree.from_parents([0, 1, 2, 3, 4], [-1, 0, 1, 0, 3], [0.0, math.log(0.99), 2 * math.log(0.99),
+                                    math.log(0.6), 2 * math.log(0.6)], ["root", "copy", "copy", "head", "head"])
+    budget.cut([hybrid], 0.5)
+    assert budget.head_ratio < 1 and budget.levels() == 0
+    alone = NodeBudget(STEEP)
+    alone.cut([chain([math.log(0.6), 2 * math.log(0.6)])], 0.05)
+    assert alone.head_ratio > 1  # the same head nodes beat plain decoding
+
+
+def test_round_times_scale_the_curve():
+    from eagle3.decoding import Settled
+
+    budget = NodeBudget(STEEP)
+    tree = budget.cut([chain([math.log(0.9)] * 2)], 0.25)[0]
+    budget.observe([Settled(tree, [1, 2], None, [], [])], 0.25 + 2 * STEEP.at(len(tree)))
+    assert budget.scale == pytest.approx(2.0)  # rounds take twice the curve's price: a long context, say
+    budget.observe([Settled(tree, [1, 2], None, [], [])], 0.25 + STEEP.at(len(tree)))
+    assert budget.scale == pytest.approx(budget.memory * 2 + (1 - budget.memory))
+
+
+class Scripted(NodeBudget):
+    """A budget whose head depths follow a script (0: rest), so that every drafter sees rests,
+    shallow drafts and catch-ups whatever the timings."""
+
+    script = [0, 0, 3, 1, 0, MAX_DEPTH, 2, 0, 0, 0, 1]
+
+    def levels(self) -> int:
+        self.round = getattr(self, "round", -1) + 1
+        return self.script[self.round % len(self.script)]
+
+
+@pytest.mark.parametrize("drafter", ["eagle3", "hybrid"])
+def test_rests_and_shallow_drafts_stay_lossless(drafter):
+    target = make_target("llama", vocab_size=32, logit_scale=4.0)
+    head = make_head(target, draft_vocab_size=24)
+    config = GenerationConfig(max_new_tokens=40)
+    prompts = [prompt * 2 for prompt in random_prompts(6, target.vocab_size, seed=3)]
+    plain = [collect(decode(target, prompt, None, config)).output_ids for prompt in prompts]
+    for prompt, expected in zip(prompts, plain):
+        budget = Scripted(FLAT)
+        got = collect(decode(target, prompt, drafter_named(drafter, head, TreeConfig(4, 4, 16), budget=budget), config))
+        assert got.output_ids == expected, prompt
+        if drafter == "eagle3":  # a resting head's rounds are plain steps
+            assert 1 in budget.history and max(budget.history) > 2
+    batch = decode(target, prompts, drafter_named(drafter, head, TreeConfig(4, 4, 16), budget=Scripted(FLAT)), config)
+    assert [row.output_ids for row in collect_rows(batch)] == plain
 
 
 def test_the_curve_is_measured_once_per_model(monkeypatch):

@@ -11,8 +11,8 @@ from eagle3.events import Token
 from eagle3.generate import read_prompts, render
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SUMMARY = re.compile(r"new tokens (\d+) \| rounds (\d+) \| tau ([\d.]+) \| nodes per round [\d.]+ \| ([\d.]+) tokens/s "
-                     r"\| stop (\w+)")
+SUMMARY = re.compile(r"new tokens (\d+) \| rounds (\d+)(?: \(\d+ plain\))? \| tau ([\d.]+) \| nodes per round [\d.]+ \| "
+                     r"([\d.]+) tokens/s \| stop (\w+)")
 
 
 def cli(*args):

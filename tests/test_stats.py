@@ -28,6 +28,7 @@ def test_run_statistics_by_hand():
     assert round(stats.tokens_per_s, 6) == 9.0
     assert (round(stats.draft_s, 6), round(stats.verify_s, 6), round(stats.bookkeeping_s, 6)) == (0.04, 0.956, 0.004)
     assert stats.finished and stats.stop_reason == "eos"
+
     assert acceptance_by_position([], 2) == [0.0, 0.0]
     assert RunStats().tokens_per_s == 0.0
 
@@ -35,6 +36,17 @@ def test_run_statistics_by_hand():
     pooled.pool(stats)
     pooled.pool(collect([event(0, 0, 0.089, depth=0), event(1, 1, 0.189, finished=True)]))
     assert pooled.accepted_per_round == [2, 0, 3, 1] and pooled.new_tokens == 12 and round(pooled.elapsed_s, 6) == 1.3
+
+
+def test_plain_steps_leave_tau_and_acceptance_to_the_rounds_that_drafted():
+    """A resting head's rounds (eagle3.budget) verify the root alone: tau is what drafts are worth where they are made."""
+    from eagle3.stats import rounds_text
+
+    stats = collect([event(0, 0, 0.1, depth=0), event(1, 2, 0.1), event(2, 0, 0.1, depth=0), event(3, 0, 0.1, depth=0),
+                     event(4, 1, 0.1, finished=True)])
+    assert stats.rounds == 4 and stats.plain_steps == 2 and stats.drafted == [2, 1]
+    assert stats.tau == (2 + 1 + 2) / 2 and stats.acceptance(3) == [1.0, 0.5, 0.0]
+    assert rounds_text(stats) == "rounds 4 (2 plain)" and rounds_text(collect([event(0, 0, 0.1)])) == "rounds 0"
 
 
 def test_a_batch_s_events_are_reduced_per_row():
