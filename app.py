@@ -57,7 +57,9 @@ UPDATES_PER_S = 15
 # keeps most of its time for the visitor (Stop stays clickable), on slower CPUs too (at a
 # rate three times this, a 1024-token reply kept an AVX2-only EPYC's page too busy to click).
 PAGE_TOKENS_PER_S = 500
-TREE_UPDATES_PER_S = 2
+# The draft tree and the six charts redraw whole (Plotly lays each chart out again), which
+# costs the page far more than a pane's few new tokens: they follow at most this often.
+FIGURE_UPDATES_PER_S = 2
 # plotly.js from the installed plotly package, served by the app itself: the page works offline
 PLOTLY_JS = os.path.join(os.path.dirname(plotly.__file__), "package_data", "plotly.min.js")
 # The text of a pane's last reply, as the visitor reads it (rejected drafts left out), to the clipboard
@@ -502,7 +504,7 @@ class ChatShow(Show):
         turn = [{"role": "user", "content": html.escape(request.message)}, {"role": "assistant", "content": ""}]
         self.spec_chat = list(request.spec_chat or []) + turn
         self.plain_chat = list(request.plain_chat or []) + [dict(message) for message in turn]
-        self.last_tree = 0.0
+        self.last_figures = 0.0
         self.budget: NodeBudget | None = None
         self.first = True  # the first update empties the prompt box; later ones leave what is typed during the run
 
@@ -530,8 +532,10 @@ class ChatShow(Show):
         self.spec_chat[-1]["content"] = "".join(spec.html)  # append-only, so updates travel as small diffs
         self.plain_chat[-1]["content"] = "".join(plain.html) or ("<em>(plain decoding did not run)</em>" if final else "")
         page = PageUpdate(spec_chat=self.spec_chat, plain_chat=self.plain_chat, history=self.request.history, trees=trees)
-        if trees and (final or time.perf_counter() - self.last_tree > 1 / TREE_UPDATES_PER_S):
-            self.last_tree = time.perf_counter()
+        figures = final or time.perf_counter() - self.last_figures > 1 / FIGURE_UPDATES_PER_S
+        if figures:
+            self.last_figures = time.perf_counter()
+        if trees and figures:
             shown = last_drafted(trees)
             page.tree = tree_html(trees, shown, self.run.target.tokenizer)
             page.round_slider = gr.update(maximum=max(2, len(trees)), value=shown)
@@ -544,8 +548,9 @@ class ChatShow(Show):
         if final:
             page.replay = replay_data(spec, plain)
         self.first = False
-        page.charts = chart_data(spec, plain, self.run.tree.depth, 1000 * (time.perf_counter() - started),
-                                 self.budget.costs if self.budget else None)
+        if figures:
+            page.charts = chart_data(spec, plain, self.run.tree.depth, 1000 * (time.perf_counter() - started),
+                                     self.budget.costs if self.budget else None)
         return page
 
 

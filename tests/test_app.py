@@ -81,6 +81,19 @@ def test_the_generate_event_takes_named_fields_and_sends_only_what_changes():
     assert "lossless: identical to plain decoding" in final["summary"] and final["history"][-1][0] == PROMPT
 
 
+def test_the_tree_and_charts_follow_at_most_figure_updates_per_s(monkeypatch):
+    """The panes go out with every update; the tree and the charts, which the page redraws whole,
+    only when due (here once at the start, then with the final update)."""
+    monkeypatch.setattr(app, "FIGURE_UPDATES_PER_S", 1e-9)
+    monkeypatch.setattr(app, "UPDATES_PER_S", 1000)
+    updates = list(app.chat(request(max_new_tokens=32)))
+    assert len(updates) >= 4
+    assert all(update.spec_chat is not None for update in updates)
+    charts = [update.charts is not None for update in updates]
+    assert charts[-1] and sum(charts[:-1]) <= 1 and updates[-1].tree is not None
+    assert sum(update.tree is not None for update in updates[:-1]) <= 1
+
+
 def test_a_batch_streams_its_rows_and_each_row_is_its_prompt_decoded_alone():
     prompts = ["What is a prime number?", "Name three rivers.", "What is 7 times 8?"]
     updates = list(app.batch(request("\n".join(prompts) + "\n\n", max_new_tokens=24, drafter="hybrid")))
