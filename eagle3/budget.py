@@ -112,6 +112,11 @@ def measure_verify_costs(target: Target, nodes: tuple[int, ...] = MEASURED_NODES
     return costs
 
 
+def head_nodes(tree: DraftTree) -> list[int]:
+    """The tree's nodes that the head's drafting brought (its own, or shared with the copies)."""
+    return [node for node in range(1, len(tree)) if tree.source(node) in HEAD_SOURCES]
+
+
 def calibration_key(tree: DraftTree, node: int) -> tuple[str, int]:
     """The calibration a node belongs to: its class (copies apart, the head's and shared drafts
     together) and its depth."""
@@ -192,13 +197,12 @@ class NodeBudget:
     def cut(self, trees: list[DraftTree], draft_seconds: float) -> list[DraftTree]:
         chances = [self.chances(tree) for tree in trees]
         n = self.size(chances, draft_seconds)
-        drafted = any(tree.source(node) in HEAD_SOURCES for tree in trees for node in range(1, len(tree)))
+        drafted = any(head_nodes(tree) for tree in trees)
         if drafted:
             self.weigh_head(trees, chances, draft_seconds)
         trees = [tree.best(n, row) for tree, row in zip(trees, chances)]
         if drafted:
-            self.kept_depths.append(max((tree.depths[node] for tree in trees for node in range(1, len(tree))
-                                         if tree.source(node) in HEAD_SOURCES), default=0))
+            self.kept_depths.append(max((tree.depths[node] for tree in trees for node in head_nodes(tree)), default=0))
         self.history.append(max(len(tree) for tree in trees))
         self.priced = draft_seconds, len(trees) * self.history[-1]
         return trees

@@ -7,9 +7,9 @@ import pytest
 
 import eagle3.budget
 from eagle3 import GenerationConfig, TreeConfig, collect, decode
-from eagle3.stats import collect_rows
 from eagle3.budget import NodeBudget, VerifyCosts, measure_verify_costs
 from eagle3.drafters import drafter_named
+from eagle3.stats import collect_rows
 from eagle3.tree import MAX_DEPTH, DraftTree
 from tests.models import make_head, make_target
 from tests.test_greedy import random_prompts

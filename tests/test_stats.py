@@ -28,7 +28,6 @@ def test_run_statistics_by_hand():
     assert round(stats.tokens_per_s, 6) == 9.0
     assert (round(stats.draft_s, 6), round(stats.verify_s, 6), round(stats.bookkeeping_s, 6)) == (0.04, 0.956, 0.004)
     assert stats.finished and stats.stop_reason == "eos"
-
     assert acceptance_by_position([], 2) == [0.0, 0.0]
     assert RunStats().tokens_per_s == 0.0
 
