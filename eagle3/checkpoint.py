@@ -187,7 +187,7 @@ def load_head(path: str, target: Target | None = None, dtype: str | torch.dtype 
     else:
         dtype = resolve_dtype(dtype, torch.device(device))
     head.to(device=device, dtype=dtype).eval()
-    prepack_linears(head)  # a bfloat16 head on a CPU multiplies on oneDNN-prepacked weights
+    prepack_linears(head)  # a bfloat16 or float32 head on a CPU multiplies on oneDNN-prepacked weights
     if target is not None:
         target.set_aux_layers(config.aux_layer_ids or default_aux_layers(target.num_layers))
     return head

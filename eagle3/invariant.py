@@ -34,6 +34,12 @@ stock one-row product, and each of up to 64 rows the bits it gets alone (every S
 shape, 2 threads); tests/test_invariant.py checks the decoders bit for bit on top. Layers
 that read one input (q/k/v, gate/up) multiply as one product on their stacked weights
 (`SharedInput`): 121 oneDNN calls a SmolLM2 token instead of 211, with the same bits.
+
+float32 targets on a CPU (where `auto` finds no exact bfloat16) multiply on prepacked,
+stacked weights too, for speed alone: float32 needs no row invariance (above), and there
+oneDNN's packed products of the few rows of decoding beat the stock ones, most for the wide
+lm_head and the stacked gate/up (docs/results.md). Either way the packed copy sits beside
+the model's own weights, which the state dict and training still read.
 """
 
 from __future__ import annotations
@@ -49,6 +55,7 @@ from transformers.masking_utils import eager_mask
 
 NAME = "eagle3_invariant"
 GEMM_ROWS = 32  # the most rows oneDNN multiplies with one-row bits (above)
+PREPACKED_DTYPES = (torch.bfloat16, torch.float32)
 
 
 def invariant_attention(module, query, key, value, attention_mask, scaling, dropout=0.0, **kwargs):
@@ -72,11 +79,12 @@ AttentionMaskInterface.register(NAME, eager_mask)
 
 
 @functools.cache
-def onednn_packs_bfloat16() -> bool:
-    """Whether oneDNN can reorder bfloat16 weights into its layout on this CPU: it needs
-    avx512bw, avx512vl and avx512dq, or avx_ne_convert, and refuses on an AVX2-only CPU."""
+def onednn_packs(dtype: torch.dtype) -> bool:
+    """Whether oneDNN can reorder weights of this dtype into its layout on this CPU: float32
+    on any x86 CPU; bfloat16 needs avx512bw, avx512vl and avx512dq, or avx_ne_convert, and is
+    refused on an AVX2-only CPU."""
     try:
-        torch.ops.mkldnn._reorder_linear_weight(torch.zeros(1, 1, dtype=torch.bfloat16), 1)
+        torch.ops.mkldnn._reorder_linear_weight(torch.zeros(1, 1, dtype=dtype), 1)
     except RuntimeError:
         return False
     return True
@@ -105,7 +113,7 @@ def row_limits(in_features: int) -> RowLimits | None:
     """This CPU's row limits for the decoders' own prepacked bfloat16 product over in_features
     inputs (measure_row_limits), measured once per width and process, in milliseconds; None
     where oneDNN packs no bfloat16."""
-    if not onednn_packs_bfloat16():
+    if not onednn_packs(torch.bfloat16):
         return None
 
     def prepacked(weight):
@@ -143,13 +151,13 @@ def measure_row_limits(make_product, in_features: int) -> RowLimits | None:
 
 
 def prepackable(weight: torch.Tensor) -> bool:
-    """Whether a product on this weight runs prepacked: bfloat16 on a CPU whose oneDNN packs
-    it, no gradient wanted, and not inside torch.compile, which cannot take the packed weight
-    as a graph input (inductor's lowering of the oneDNN op asserts on it) and lowers the
-    stock product itself."""
-    return weight.dtype == torch.bfloat16 and weight.device.type == "cpu" and not (
+    """Whether a product on this weight runs prepacked: bfloat16 or float32 on a CPU whose
+    oneDNN packs it, no gradient wanted, and not inside torch.compile, which cannot take the
+    packed weight as a graph input (inductor's lowering of the oneDNN op asserts on it) and
+    lowers the stock product itself."""
+    return weight.dtype in PREPACKED_DTYPES and weight.device.type == "cpu" and not (
         torch.is_grad_enabled() and weight.requires_grad) and not torch.compiler.is_compiling() and (
-        onednn_packs_bfloat16())
+        onednn_packs(weight.dtype))
 
 
 class PackedWeights:
@@ -176,8 +184,10 @@ def by_rows(product, x: torch.Tensor, limits: RowLimits) -> torch.Tensor:
     """x [..., in] -> [..., out]: `product` over x's rows, at most limits.max_rows at a time,
     each product padded with zero rows up to limits.min_rows."""
     rows = x.reshape(-1, x.shape[-1])
-    chunks = rows.split(limits.max_rows) if limits.max_rows and len(rows) > limits.max_rows else (rows,)
-    out = torch.cat([padded_product(product, chunk, limits.min_rows) for chunk in chunks])
+    if limits.max_rows and len(rows) > limits.max_rows:
+        out = torch.cat([padded_product(product, chunk, limits.min_rows) for chunk in rows.split(limits.max_rows)])
+    else:  # one product, with no copy through cat: decoding's steps and small trees
+        out = padded_product(product, rows, limits.min_rows)
     return out.view(*x.shape[:-1], out.shape[-1])
 
 
@@ -189,8 +199,8 @@ def padded_product(product, rows: torch.Tensor, min_rows: int) -> torch.Tensor:
 
 
 class PrepackedLinear(torch.nn.Linear):
-    """nn.Linear on its weight prepacked for oneDNN where it is bfloat16 on a CPU and no
-    gradient is wanted; elsewhere the stock product. Same weights, same state dict. A layer
+    """nn.Linear on its weight prepacked for oneDNN where it is bfloat16 or float32 on a CPU
+    and no gradient is wanted (prepackable); elsewhere the stock product. Same weights, same state dict. A layer
     in a SharedInput takes its columns of the group's one product."""
 
     shared_input: SharedInput | None = None

@@ -18,7 +18,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedModel, P
 
 from eagle3 import transfer
 from eagle3.invariant import (NAME as INVARIANT_ATTENTION, cache_dtype, exact_rows, make_row_invariant,
-                              wants_invariant_arithmetic)
+                              prepack_linears, wants_invariant_arithmetic)
 from eagle3.gguf import dequantized, find_gguf
 from eagle3.kv_cache import KVCache
 from eagle3.masks import additive_mask, in_window, ragged_allowed
@@ -273,13 +273,16 @@ def set_arithmetic(model: PreTrainedModel, attention: str = "auto") -> PreTraine
     """Set the model's attention implementation, in place. auto picks eagle3.invariant's
     batch-invariant attention on a CPU in 16-bit floats, and turns the model's linear layers
     into row-invariant ones (together they keep greedy decoding exact there); elsewhere auto
-    leaves the model's own. Returns the model."""
+    leaves the model's own. A CPU model's other linear layers multiply on oneDNN-prepacked
+    weights where its dtype allows (eagle3.invariant.prepackable). Returns the model."""
     if attention == "auto" and wants_invariant_arithmetic(model.device, model.dtype):
         attention = INVARIANT_ATTENTION
     if attention != "auto":
         model.set_attn_implementation(attention)
     if attention == INVARIANT_ATTENTION:
         make_row_invariant(model)
+    elif model.device.type == "cpu":
+        prepack_linears(model)
     return model
 
 

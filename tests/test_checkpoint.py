@@ -175,7 +175,7 @@ def test_a_bfloat16_linear_multiplies_stock_where_onednn_packs_none(monkeypatch)
     import eagle3.invariant
     from eagle3.invariant import PrepackedLinear
 
-    monkeypatch.setattr(eagle3.invariant, "onednn_packs_bfloat16", lambda: False)
+    monkeypatch.setattr(eagle3.invariant, "onednn_packs", lambda dtype: False)
     layer = torch.nn.Linear(16, 8, dtype=torch.bfloat16).requires_grad_(False)
     layer.__class__ = PrepackedLinear
     x = torch.randn(3, 16, dtype=torch.bfloat16)
@@ -183,15 +183,16 @@ def test_a_bfloat16_linear_multiplies_stock_where_onednn_packs_none(monkeypatch)
     assert "_packed" not in layer.__dict__
 
 
-def test_a_bfloat16_head_multiplies_on_prepacked_weights_and_still_trains(tmp_path, target):
-    from eagle3.invariant import PrepackedLinear, onednn_packs_bfloat16
+@pytest.mark.parametrize("dtype", ["bfloat16", "float32"])
+def test_a_head_multiplies_on_prepacked_weights_and_still_trains(tmp_path, target, dtype):
+    from eagle3.invariant import PrepackedLinear, onednn_packs
 
-    if not onednn_packs_bfloat16():
-        pytest.skip("oneDNN packs no bfloat16 weights on this CPU (it needs avx512bw/vl/dq or avx_ne_convert)")
+    if not onednn_packs(getattr(torch, dtype)):
+        pytest.skip(f"oneDNN packs no {dtype} weights on this CPU (bfloat16 needs avx512bw/vl/dq or avx_ne_convert)")
     config = published_config()
-    head = load_head(write_head(tmp_path / "head", config, published_tensors(config)), target, dtype="bfloat16")
+    head = load_head(write_head(tmp_path / "head", config, published_tensors(config)), target, dtype=dtype)
     assert all(type(m) is PrepackedLinear for m in head.modules() if isinstance(m, torch.nn.Linear))
-    x = torch.randn(5, head.fc.in_features, dtype=torch.bfloat16)
+    x = torch.randn(5, head.fc.in_features, dtype=getattr(torch, dtype))
     with torch.no_grad():
         prepacked = head.fc(x)
     assert getattr(head.fc, "_packed", None) is not None  # on oneDNN's layout, made once

@@ -106,3 +106,25 @@ def test_sliding_window_targets(family):
         prompt = (prompt * 4)[:20]
         result = collect(decode(target, prompt, HeadDrafter(head, TreeConfig(5, 4, 20)), GenerationConfig(30)))
         assert result.output_ids == reference(target, prompt, 30)
+
+
+def test_a_float32_cpu_target_multiplies_on_prepacked_weights():
+    """On a CPU a float32 target's products run on oneDNN-prepacked, stacked weights (for
+    speed: eagle3.invariant), and give the logits of the stock products within float32's
+    rounding."""
+    from eagle3.invariant import PrepackedLinear, onednn_packs
+
+    if not onednn_packs(torch.float32):
+        pytest.skip("oneDNN packs no float32 weights on this CPU")
+    target = make_target("llama", vocab_size=32)
+    layer = target.layers[0]
+    assert type(target.model.lm_head) is PrepackedLinear and layer.mlp.gate_proj.shared_input is not None
+    ids = torch.tensor([random_prompts(1, target.vocab_size)[0]])
+    with torch.inference_mode():
+        prepacked = target.model(ids).logits
+        assert "_packed" in target.model.lm_head.__dict__
+        for module in target.model.modules():
+            if isinstance(module, PrepackedLinear):
+                module.__class__ = torch.nn.Linear
+        stock = target.model(ids).logits
+    assert torch.allclose(prepacked, stock, rtol=1e-5, atol=1e-5)

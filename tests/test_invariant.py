@@ -102,9 +102,9 @@ def test_bf16_cpu_targets_get_the_invariant_attention_and_linear_layers():
     assert target.model.config._attn_implementation == NAME
     assert isinstance(target.model.lm_head, RowInvariantLinear)
     assert all(isinstance(layer.mlp.down_proj, RowInvariantLinear) for layer in target.layers)
-    float32 = make_target("llama")  # keeps its own
+    float32 = make_target("llama")  # keeps its own attention; its products are prepacked, not row-invariant
     assert float32.model.config._attn_implementation != NAME
-    assert type(float32.model.lm_head) is torch.nn.Linear
+    assert type(float32.model.lm_head) is PrepackedLinear
 
 
 def test_layers_that_read_one_input_are_one_product():

@@ -15,7 +15,7 @@ import argparse
 import torch
 import torch.nn.functional as F
 
-from eagle3.invariant import onednn_packs_bfloat16
+from eagle3.invariant import onednn_packs
 from eagle3.target import load_target
 
 parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -40,7 +40,7 @@ for threads in (1, 2):
     for name, weight in shapes.items():
         weight = weight.detach().to(torch.bfloat16)
         products = {"stock": lambda rows, w=weight: F.linear(rows, w)}
-        if onednn_packs_bfloat16():
+        if onednn_packs(torch.bfloat16):
             packed = torch.ops.mkldnn._reorder_linear_weight(weight, 1)
             products["prepacked"] = lambda rows, p=packed: torch.ops.mkldnn._linear_pointwise(rows, p, None, "none", [], "")
         for kind, product in products.items():
