@@ -9,6 +9,7 @@ from eagle3 import GenerationConfig, HeadDrafter, TreeConfig, collect, decode, l
 from eagle3.bench import main as bench_main
 from eagle3.checkpoint import EMBEDDED_HEAD, EMBEDDED_TARGET
 from eagle3.prompts import read_prompts
+from tests.models import make_target
 
 SUMMARY_FIELDS = {"speedup", "tau", "plain_tokens_per_s", "eagle3_tokens_per_s", "hf_prompt_lookup_tokens_per_s",
                   "exact_match", "acceptance_by_position"}
@@ -141,10 +142,20 @@ def test_step_costs_on_a_tiny_shape(tmp_path):
         assert report[key] > 0, key
     assert [int(n) for n in report["verify_ms"]] == [1, 2, 4, 8, 16, 32, 64] and min(report["verify_ms"].values()) > 0
     assert report["verify_in_steps"]["1"] == 1.0
-    assert report["target_weight_gb"] > 0 and report["plain_tokens_per_s"] > 0
+    assert report["weights_read_gb"] > 0 and report["plain_tokens_per_s"] > 0
     # On a CPU the ceiling comes from the bandwidth measured here, and plain decoding's share of it
     assert report["bandwidth_gb_s"] == report["measured_read_gb_s"] > 0
     assert report["plain_share_of_bound"] == round(report["plain_tokens_per_s"] / report["bandwidth_bound_tokens_per_s"], 3)
+
+
+def test_a_step_reads_the_embedding_table_only_where_the_lm_head_shares_it():
+    from eagle3.costs import weight_bytes_read
+
+    for tied in (False, True):
+        model = make_target("llama", tie_word_embeddings=tied).model
+        table = model.get_input_embeddings().weight
+        every = sum(p.numel() * p.element_size() for p in model.parameters())
+        assert weight_bytes_read(model) == (every if tied else every - table.numel() * table.element_size())
 
 
 def test_the_default_pair_is_lossless_and_matches_transformers(default_pair):
