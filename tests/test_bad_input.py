@@ -4,7 +4,7 @@ import pytest
 
 from eagle3 import GenerationConfig, HeadDrafter, SamplingConfig, TreeConfig, collect, collect_rows, decode
 from tests.models import make_head, make_target
-from tests.test_cli import cli
+from tests.test_cli import cli_in_process
 
 PROMPT = [1, 2, 3, 4]
 
@@ -57,12 +57,12 @@ def test_bad_prompts_are_named(pair):
             collect(decode(target, prompt, HeadDrafter(head, TreeConfig(2, 2, 4)), GenerationConfig(8, max_context=48)))
 
 
-def test_cli_names_bad_settings(model_dirs):
+def test_cli_names_bad_settings(model_dirs, capsys):
     target, head = model_dirs
     common = ["--target", target, "--draft", head, "--prompt", "x", "--device", "cpu"]
     for args, message in ((["--max-new-tokens", "0"], "max_new_tokens: 0 is outside"),
                           (["--top-k", "8", "--total-tokens", "3"], "use total_tokens >= 9"),
                           (["--temperature", "-1"], "temperature: -1.0 is outside"),
                           (["--prompt", ""], "prompt: empty")):
-        result = cli(*common, *args)
+        result = cli_in_process(capsys, *common, *args)
         assert result.returncode == 2 and message in result.stderr and "Traceback" not in result.stderr, result.stderr

@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 from eagle3.acceptance import TokenState
 from eagle3.events import Token
-from eagle3.generate import read_prompts, render
+from eagle3.generate import main as generate_main, read_prompts, render
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SUMMARY = re.compile(r"new tokens (\d+) \| rounds (\d+)(?: \(\d+ plain\))? \| tau ([\d.]+) \| nodes per round [\d.]+ \| "
@@ -19,6 +19,18 @@ def cli(*args):
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": ROOT}
     return subprocess.run([sys.executable, "-m", "eagle3.generate", *args], capture_output=True, text=True, env=env,
                           cwd=ROOT, timeout=300)
+
+
+def cli_in_process(capsys, *args) -> SimpleNamespace:
+    """The CLI's main in this process, as `cli` gives it (returncode, stdout, stderr) without
+    an interpreter's start for each call: for the checks of refused input, where an uncaught
+    exception fails the test by itself."""
+    try:
+        code = generate_main(list(args))
+    except SystemExit as exit:  # argparse's refusals
+        code = exit.code
+    out, err = capsys.readouterr()
+    return SimpleNamespace(returncode=code, stdout=out, stderr=err)
 
 
 def test_cli_greedy_sampled_and_plain(model_dirs):
@@ -57,22 +69,22 @@ def test_cli_decodes_several_prompts_as_a_batch(model_dirs):
         assert f"[{row}] {text}\n[{row}] new tokens 16 | rounds" in batch.stdout
 
 
-def test_cli_reports_bad_input(model_dirs, tmp_path):
+def test_cli_reports_bad_input(model_dirs, tmp_path, capsys):
     target, head = model_dirs
-    missing = cli("--target", str(tmp_path / "nope"), "--draft", head, "--prompt", "x")
+    missing = cli_in_process(capsys, "--target", str(tmp_path / "nope"), "--draft", head, "--prompt", "x")
     assert missing.returncode == 2 and "Traceback" not in missing.stderr
     assert f"error: target: '{tmp_path / 'nope'}' does not exist" in missing.stderr
     for flag, message in (("--depth", "depth: 0 is outside [1, 64]"), ("--top-k", "top_k: 0 is outside [1, 64]"),
                           ("--total-tokens", "total_tokens: 0 is outside [2, 1024]")):
-        zero = cli("--target", target, "--draft", head, "--prompt", "x", flag, "0")  # refused, never the preset's
+        zero = cli_in_process(capsys, "--target", target, "--draft", head, "--prompt", "x", flag, "0")  # refused, never the preset's
         assert zero.returncode == 2 and message in zero.stderr, zero.stderr
     bad_file = tmp_path / "prompt.txt"
     bad_file.write_bytes(b"def f():\xff\xfe\n")
-    result = cli("--target", target, "--draft", head, "--prompt-file", str(bad_file))
+    result = cli_in_process(capsys, "--target", target, "--draft", head, "--prompt-file", str(bad_file))
     assert result.returncode == 2 and "not UTF-8" in result.stderr
-    result = cli("--target", target, "--draft", head, "--prompt", "x", "--top-p", "1.5")
+    result = cli_in_process(capsys, "--target", target, "--draft", head, "--prompt", "x", "--top-p", "1.5")
     assert result.returncode == 2 and "top_p: 1.5 is outside (0, 1]" in result.stderr
-    assert "--total-tokens" in cli("--help").stdout
+    assert "--total-tokens" in cli("--help").stdout  # the module runs as a program
 
 
 def test_a_chat_prompt_is_shown_as_typed_not_as_its_template(tokenizer):

@@ -17,7 +17,7 @@ needs_compiler = pytest.mark.skipif(shutil.which("g++") is None and shutil.which
 
 @needs_compiler
 def test_compiled_layers_decode_the_same():
-    target = make_target("llama", vocab_size=32, logit_scale=4.0)
+    target = make_target("llama", vocab_size=32, logit_scale=4.0, num_hidden_layers=3)  # each layer compiles apart
     head = make_head(target, draft_vocab_size=24)
     prompt, tree, config = [3, 1, 4, 1, 5, 9, 2, 6], TreeConfig(3, 3, 8), GenerationConfig(20)
     want = collect(decode(target, prompt, HeadDrafter(head, tree), config)).output_ids
