@@ -35,11 +35,12 @@ shape, 2 threads); tests/test_invariant.py checks the decoders bit for bit on to
 that read one input (q/k/v, gate/up) multiply as one product on their stacked weights
 (`SharedInput`): 121 oneDNN calls a SmolLM2 token instead of 211, with the same bits.
 
-float32 targets on a CPU (where `auto` finds no exact bfloat16) multiply on prepacked,
-stacked weights too, for speed alone: float32 needs no row invariance (above), and there
-oneDNN's packed products of the few rows of decoding beat the stock ones, most for the wide
-lm_head and the stacked gate/up (docs/results.md). Either way the packed copy sits beside
-the model's own weights, which the state dict and training still read.
+float32 targets on a CPU (where `auto` finds no exact bfloat16) multiply their large
+products on prepacked, stacked weights too, for speed alone: float32 needs no row invariance
+(above), and there oneDNN's packed products of the few rows of decoding read the weights
+faster than the stock ones, but at a larger fixed cost per call, so only products of at
+least FLOAT32_PREPACKED_ELEMENTS weights gain (docs/results.md). Either way the packed copy
+sits beside the model's own weights, which the state dict and training still read.
 """
 
 from __future__ import annotations
@@ -56,6 +57,10 @@ from transformers.masking_utils import eager_mask
 NAME = "eagle3_invariant"
 GEMM_ROWS = 32  # the most rows oneDNN multiplies with one-row bits (above)
 PREPACKED_DTYPES = (torch.bfloat16, torch.float32)
+# A float32 one-row product on oneDNN's packed weight reads it faster than MKL's stock sgemm
+# but pays a larger fixed cost per call: it pays from about this many weights (SmolLM2's
+# stacked gate/up and its lm_head; not its 576 x 576 or down projections, nor small models).
+FLOAT32_PREPACKED_ELEMENTS = 2**20
 
 
 def invariant_attention(module, query, key, value, attention_mask, scaling, dropout=0.0, **kwargs):
@@ -150,14 +155,15 @@ def measure_row_limits(make_product, in_features: int) -> RowLimits | None:
     return candidates[0] if candidates else None
 
 
-def prepackable(weight: torch.Tensor) -> bool:
-    """Whether a product on this weight runs prepacked: bfloat16 or float32 on a CPU whose
-    oneDNN packs it, no gradient wanted, and not inside torch.compile, which cannot take the
-    packed weight as a graph input (inductor's lowering of the oneDNN op asserts on it) and
-    lowers the stock product itself."""
+def prepackable(weight: torch.Tensor, elements: int) -> bool:
+    """Whether a product on this weight (of `elements` weights in all, stacked ones included)
+    runs prepacked: bfloat16, or float32 of at least FLOAT32_PREPACKED_ELEMENTS, on a CPU
+    whose oneDNN packs it, no gradient wanted, and not inside torch.compile, which cannot
+    take the packed weight as a graph input (inductor's lowering of the oneDNN op asserts on
+    it) and lowers the stock product itself."""
     return weight.dtype in PREPACKED_DTYPES and weight.device.type == "cpu" and not (
         torch.is_grad_enabled() and weight.requires_grad) and not torch.compiler.is_compiling() and (
-        onednn_packs(weight.dtype))
+        weight.dtype != torch.float32 or elements >= FLOAT32_PREPACKED_ELEMENTS) and onednn_packs(weight.dtype)
 
 
 class PackedWeights:
@@ -199,17 +205,19 @@ def padded_product(product, rows: torch.Tensor, min_rows: int) -> torch.Tensor:
 
 
 class PrepackedLinear(torch.nn.Linear):
-    """nn.Linear on its weight prepacked for oneDNN where it is bfloat16 or float32 on a CPU
-    and no gradient is wanted (prepackable); elsewhere the stock product. Same weights, same state dict. A layer
-    in a SharedInput takes its columns of the group's one product."""
+    """nn.Linear on its weight prepacked for oneDNN where it is bfloat16, or float32 and large
+    enough, on a CPU and no gradient is wanted (prepackable); elsewhere the stock product.
+    Same weights, same state dict. A layer in a SharedInput takes its columns of the group's
+    one product."""
 
     shared_input: SharedInput | None = None
     row_limits: RowLimits = ANY_ROWS
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if prepackable(self.weight):
-            if self.shared_input is not None:
-                return self.shared_input.output(self, x)
+        group = self.shared_input
+        if prepackable(self.weight, group.elements if group is not None else self.weight.numel()):
+            if group is not None:
+                return group.output(self, x)
             if "_packed" not in self.__dict__:  # made on first use: the class is swapped in, no __init__ runs
                 self._packed = PackedWeights([self])
             return by_rows(self._packed.product(), x, self.row_limits)
@@ -248,6 +256,7 @@ class SharedInput:
         for member in members:
             edges.append(edges[-1] + member.out_features)
         self.columns = {id(member): slice(a, b) for member, a, b in zip(members, edges, edges[1:])}
+        self.elements = sum(member.weight.numel() for member in members)  # of the stacked weight
         self.weights = PackedWeights(members)
         self._input, self._waiting = None, []
 

@@ -108,10 +108,12 @@ def test_sliding_window_targets(family):
         assert result.output_ids == reference(target, prompt, 30)
 
 
-def test_a_float32_cpu_target_multiplies_on_prepacked_weights():
-    """On a CPU a float32 target's products run on oneDNN-prepacked, stacked weights (for
-    speed: eagle3.invariant), and give the logits of the stock products within float32's
+def test_a_float32_cpu_target_multiplies_its_large_products_on_prepacked_weights(monkeypatch):
+    """On a CPU a float32 target's products of at least FLOAT32_PREPACKED_ELEMENTS weights
+    (stacked ones counted together) run on oneDNN-prepacked weights (for speed:
+    eagle3.invariant), smaller ones stock, and both give the stock logits within float32's
     rounding."""
+    import eagle3.invariant
     from eagle3.invariant import PrepackedLinear, onednn_packs
 
     if not onednn_packs(torch.float32):
@@ -119,10 +121,14 @@ def test_a_float32_cpu_target_multiplies_on_prepacked_weights():
     target = make_target("llama", vocab_size=32)
     layer = target.layers[0]
     assert type(target.model.lm_head) is PrepackedLinear and layer.mlp.gate_proj.shared_input is not None
+    gate_up = layer.mlp.gate_proj.shared_input.elements
+    assert gate_up == 2 * layer.mlp.gate_proj.weight.numel() > layer.mlp.down_proj.weight.numel()
+    monkeypatch.setattr(eagle3.invariant, "FLOAT32_PREPACKED_ELEMENTS", gate_up)  # stacked gate/up: packed; down: not
     ids = torch.tensor([random_prompts(1, target.vocab_size)[0]])
     with torch.inference_mode():
         prepacked = target.model(ids).logits
-        assert "_packed" in target.model.lm_head.__dict__
+        assert layer.mlp.gate_proj.shared_input.weights._key is not None
+        assert "_packed" not in layer.mlp.down_proj.__dict__ and "_packed" not in target.model.lm_head.__dict__
         for module in target.model.modules():
             if isinstance(module, PrepackedLinear):
                 module.__class__ = torch.nn.Linear

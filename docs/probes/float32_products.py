@@ -1,8 +1,11 @@
-"""What a float32 linear product costs by rows on this CPU, stock `F.linear` against MKL's
-packed weight (`torch.ops.mkl._mkl_linear`, the layout torch's freezing passes use): the
-question behind a tree's price in float32, where `auto` runs the target on a CPU without
-exact bfloat16. Random weights of SmolLM2's shapes, warm caches, the fastest of five runs;
-also says whether each row of an m-row product keeps the bits of the one-row product.
+"""What a float32 linear product costs by rows on this CPU: stock `F.linear` (MKL's sgemm),
+MKL's packed weight (`torch.ops.mkl._mkl_linear`, the layout torch's freezing passes use) and
+oneDNN's prepacked weight (`torch.ops.mkldnn._linear_pointwise`, what eagle3.invariant's
+PrepackedLinear runs): the question behind a tree's price in float32, where `auto` runs the
+target on a CPU without exact bfloat16. Random weights of SmolLM2's shapes (q/k/v and
+gate/up also stacked, as SharedInput multiplies them), each product on the next of enough
+copies to overflow the caches (decoding reads its weights from memory), the fastest of five
+passes; also says whether each row of an m-row product keeps the bits of the one-row product.
 
     python docs/probes/float32_products.py [--rows 1,2,4,16]
 """
@@ -15,37 +18,46 @@ import torch.nn.functional as F
 
 parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
 parser.add_argument("--rows", default="1,2,4,16", help="row counts, comma-separated")
+parser.add_argument("--cold-mib", type=int, default=256, help="the copies of each weight add up to at least this")
 args = parser.parse_args()
 ROWS = [int(m) for m in args.rows.split(",")]
-SHAPES = {"q / o (576 -> 576)": (576, 576), "gate or up (576 -> 1536)": (576, 1536),
+SHAPES = {"q / o (576 -> 576)": (576, 576), "q/k/v stacked (576 -> 960)": (576, 960),
+          "gate or up (576 -> 1536)": (576, 1536), "gate/up stacked (576 -> 3072)": (576, 3072),
           "down (1536 -> 576)": (1536, 576), "lm_head (576 -> 49152)": (576, 49152)}
 
 
-def microseconds(call, repeats: int) -> float:
-    for _ in range(3):
-        call()
+def microseconds(call, copies: list) -> float:
+    """The fastest of five passes of call(copy) over every copy, per call."""
+    for copy in copies[:2]:
+        call(copy)
     best = float("inf")
     for _ in range(5):
         start = time.perf_counter()
-        for _ in range(repeats):
-            call()
-        best = min(best, (time.perf_counter() - start) / repeats)
+        for copy in copies:
+            call(copy)
+        best = min(best, (time.perf_counter() - start) / len(copies))
     return best * 1e6
+
+
+def keeps_bits(product, x) -> bool:
+    return torch.equal(product(x), torch.cat([product(row) for row in x.split(1)]))
 
 
 torch.manual_seed(0)
 print(f"threads {torch.get_num_threads()}, CPU capability {torch.backends.cpu.get_cpu_capability()}")
 for name, (k, n) in SHAPES.items():
-    weight = torch.randn(n, k) * 0.02
-    packed = torch.ops.mkl._mkl_reorder_linear_weight(weight, max(ROWS))
-    repeats = 20 if n > 10_000 else 200
+    weights = [torch.randn(n, k) * 0.02 for _ in range(max(2, -(-args.cold_mib * 2**20 // (n * k * 4))))]
+    mkl = [(torch.ops.mkl._mkl_reorder_linear_weight(w, 1), w) for w in weights]
+    onednn = [torch.ops.mkldnn._reorder_linear_weight(w, 1) for w in weights]
     print(name)
     for m in ROWS:
         x = torch.randn(m, k)
-        stock = microseconds(lambda: F.linear(x, weight), repeats)
-        mkl = microseconds(lambda: torch.ops.mkl._mkl_linear(x, packed, weight, None, m), repeats)
-        rows_alone = torch.cat([torch.ops.mkl._mkl_linear(x[i:i + 1], packed, weight, None, 1) for i in range(m)])
-        stock_alone = torch.cat([F.linear(x[i:i + 1], weight) for i in range(m)])
-        print(f"  {m:>3} rows: stock {stock:9.1f} us, packed {mkl:9.1f} us | rows keep their one-row bits: "
-              f"stock {torch.equal(F.linear(x, weight), stock_alone)}, "
-              f"packed {torch.equal(torch.ops.mkl._mkl_linear(x, packed, weight, None, m), rows_alone)}")
+        products = {"stock": lambda w, x=x: F.linear(x, w),
+                    "MKL packed": lambda p, x=x: torch.ops.mkl._mkl_linear(x, p[0], p[1], None, 1),
+                    "oneDNN prepacked": lambda p, x=x: torch.ops.mkldnn._linear_pointwise(x, p, None, "none", [], "")}
+        times = {kind: microseconds(product, copies)
+                 for (kind, product), copies in zip(products.items(), (weights, mkl, onednn))}
+        bits = {"stock": keeps_bits(lambda r: F.linear(r, weights[0]), x),
+                "oneDNN": keeps_bits(lambda r: torch.ops.mkldnn._linear_pointwise(r, onednn[0], None, "none", [], ""), x)}
+        print(f"  {m:>3} rows: " + ", ".join(f"{kind} {us:8.1f} us" for kind, us in times.items())
+              + " | rows keep their one-row bits: " + ", ".join(f"{kind} {kept}" for kind, kept in bits.items()))
