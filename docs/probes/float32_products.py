@@ -3,11 +3,12 @@ MKL's packed weight (`torch.ops.mkl._mkl_linear`, the layout torch's freezing pa
 oneDNN's prepacked weight (`torch.ops.mkldnn._linear_pointwise`, what eagle3.invariant's
 PrepackedLinear runs): the question behind a tree's price in float32, where `auto` runs the
 target on a CPU without exact bfloat16. Random weights of SmolLM2's shapes (q/k/v and
-gate/up also stacked, as SharedInput multiplies them), each product on the next of enough
-copies to overflow the caches (decoding reads its weights from memory), the fastest of five
-passes; also says whether each row of an m-row product keeps the bits of the one-row product.
+gate/up also stacked, as SharedInput multiplies them) and of a small model's, where a call's
+fixed cost shows; each product on the next of enough copies to overflow the caches
+(decoding reads its weights from memory), the fastest of five passes. Also says whether
+each row of an m-row product keeps the bits of the one-row product.
 
-    python docs/probes/float32_products.py [--rows 1,2,4,16]
+    python docs/probes/float32_products.py [--rows 1,2,4,16] [--shapes lm_head,down]
 """
 
 import argparse
@@ -18,11 +19,12 @@ import torch.nn.functional as F
 
 parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
 parser.add_argument("--rows", default="1,2,4,16", help="row counts, comma-separated")
+parser.add_argument("--shapes", default=None, help="the first words of the shapes to run, comma-separated (default: all)")
 parser.add_argument("--cold-mib", type=int, default=256, help="the copies of each weight add up to at least this")
 args = parser.parse_args()
 ROWS = [int(m) for m in args.rows.split(",")]
-SHAPES = {"q / o (576 -> 576)": (576, 576), "q/k/v stacked (576 -> 960)": (576, 960),
-          "gate or up (576 -> 1536)": (576, 1536), "gate/up stacked (576 -> 3072)": (576, 3072),
+SHAPES = {"a small model's (64 -> 64)": (64, 64), "q / o (576 -> 576)": (576, 576),
+          "q/k/v stacked (576 -> 960)": (576, 960), "gate or up (576 -> 1536)": (576, 1536), "gate/up stacked (576 -> 3072)": (576, 3072),
           "down (1536 -> 576)": (1536, 576), "lm_head (576 -> 49152)": (576, 49152)}
 
 
@@ -46,6 +48,8 @@ def keeps_bits(product, x) -> bool:
 torch.manual_seed(0)
 print(f"threads {torch.get_num_threads()}, CPU capability {torch.backends.cpu.get_cpu_capability()}")
 for name, (k, n) in SHAPES.items():
+    if args.shapes and not any(name.startswith(prefix) for prefix in args.shapes.split(",")):
+        continue
     weights = [torch.randn(n, k) * 0.02 for _ in range(max(2, -(-args.cold_mib * 2**20 // (n * k * 4))))]
     mkl = [(torch.ops.mkl._mkl_reorder_linear_weight(w, 1), w) for w in weights]
     onednn = [torch.ops.mkldnn._reorder_linear_weight(w, 1) for w in weights]

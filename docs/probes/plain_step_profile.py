@@ -2,7 +2,7 @@
 decoder layers (forward hooks), and the ops themselves (torch.profiler self time), after a
 300-token prefill; then the ops by self time.
 
-    PYTHONPATH=. python docs/probes/plain_step_profile.py [--steps 40]
+    PYTHONPATH=. python docs/probes/plain_step_profile.py [--steps 40] [--dtype float32]
 
 The wall time less the ops' self time is Python between the ops (the profiler adds a little
 of its own).
@@ -29,8 +29,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--target", default="checkpoints/smollm2")
     parser.add_argument("--steps", type=int, default=40)
+    parser.add_argument("--dtype", default="bfloat16", help="bfloat16 (with eagle3.invariant) or float32")
     args = parser.parse_args()
-    target = load_target(args.target, "cpu", "bfloat16")
+    target = load_target(args.target, "cpu", args.dtype)
     cache = target.new_cache(CONTEXT + 2 * args.steps + 1)
     target.forward(torch.randint(0, 1000, (1, CONTEXT)), torch.arange(CONTEXT)[None], cache, logits_to_keep=1)
 
