@@ -17,9 +17,10 @@ function readTheme() {
 }
 
 function layout(title, x, y, { xaxis = {}, yaxis = {}, ...rest } = {}) {
-  const axis = (label) => ({ title: { text: label, standoff: 4 }, gridcolor: grid, linecolor: grid, zeroline: false, automargin: true });
+  // Fixed margins, no automargin: fitting the margins to the labels was most of a redraw's time.
+  const axis = (label) => ({ title: { text: label, standoff: 4 }, gridcolor: grid, linecolor: grid, zeroline: false });
   return {
-    title: { text: title, font: { size: 13 }, x: 0.02 }, height: 200, margin: { l: 44, r: 8, t: 28, b: 34 },
+    title: { text: title, font: { size: 13 }, x: 0.02 }, height: 200, margin: { l: 52, r: 8, t: 28, b: 40 },
     paper_bgcolor: "rgba(0,0,0,0)", plot_bgcolor: "rgba(0,0,0,0)", font: { color: text, size: 11 },
     xaxis: { ...axis(x), ...xaxis }, yaxis: { ...axis(y), rangemode: "tozero", ...yaxis },
     legend: { orientation: "h", x: 1, xanchor: "right", y: 1.12, bgcolor: "rgba(0,0,0,0)" },
@@ -64,7 +65,7 @@ function draw() {
     y: ["EAGLE-3 head", "context copy", "both"], x: sources.map((name) => d.sources[name] || 0), type: "bar",
     orientation: "h", marker: { color: [green, violet, blue] }, hovertemplate: "%{y}: %{x} accepted drafts<extra></extra>",
   }], layout("Accepted drafts by drafter", "accepted drafts", "", { showlegend: false, hovermode: "closest", height: 150,
-    xaxis: { rangemode: "tozero" }, yaxis: { rangemode: "normal", automargin: true } }), config);
+    margin: { l: 96, r: 8, t: 28, b: 40 }, xaxis: { rangemode: "tozero" }, yaxis: { rangemode: "normal" } }), config);
   const b = d.budget;  // the verification curve the node budget prices by, and the sizes it chose
   Plotly.react(nodes.budget, [
     { x: b.verified.map((v) => v[0]), y: b.verified.map((v) => v[1]), name: "rounds verifying n nodes", type: "bar",
@@ -74,7 +75,8 @@ function draw() {
   ], layout("Node budget: verification cost and nodes verified", "tree nodes (root included)", "steps", {
     // Before the first measurement a log axis with no points would span millions of nodes.
     hovermode: "closest", xaxis: { type: "log", dtick: Math.log10(2), ...(b.nodes.length ? {} : { range: [0, Math.log10(64)] }) },
-    yaxis2: { overlaying: "y", side: "right", rangemode: "tozero", showgrid: false, automargin: true,
+    margin: { l: 52, r: 48, t: 28, b: 40 },
+    yaxis2: { overlaying: "y", side: "right", rangemode: "tozero", showgrid: false,
       title: { text: "rounds", standoff: 4 } },
   }), config);
   if (empty) {  // axes only: nothing has run yet
