@@ -16,11 +16,13 @@ function readTheme() {
   grid = style.getPropertyValue("--border-color-primary").trim() || "#e5e7eb";
 }
 
+// Fixed margins, no automargin: fitting the margins to the labels was most of a redraw's time.
+const margin = { l: 52, r: 8, t: 28, b: 40 };
+
 function layout(title, x, y, { xaxis = {}, yaxis = {}, ...rest } = {}) {
-  // Fixed margins, no automargin: fitting the margins to the labels was most of a redraw's time.
   const axis = (label) => ({ title: { text: label, standoff: 4 }, gridcolor: grid, linecolor: grid, zeroline: false });
   return {
-    title: { text: title, font: { size: 13 }, x: 0.02 }, height: 200, margin: { l: 52, r: 8, t: 28, b: 40 },
+    title: { text: title, font: { size: 13 }, x: 0.02 }, height: 200, margin,
     paper_bgcolor: "rgba(0,0,0,0)", plot_bgcolor: "rgba(0,0,0,0)", font: { color: text, size: 11 },
     xaxis: { ...axis(x), ...xaxis }, yaxis: { ...axis(y), rangemode: "tozero", ...yaxis },
     legend: { orientation: "h", x: 1, xanchor: "right", y: 1.12, bgcolor: "rgba(0,0,0,0)" },
@@ -65,7 +67,7 @@ function draw() {
     y: ["EAGLE-3 head", "context copy", "both"], x: sources.map((name) => d.sources[name] || 0), type: "bar",
     orientation: "h", marker: { color: [green, violet, blue] }, hovertemplate: "%{y}: %{x} accepted drafts<extra></extra>",
   }], layout("Accepted drafts by drafter", "accepted drafts", "", { showlegend: false, hovermode: "closest", height: 150,
-    margin: { l: 96, r: 8, t: 28, b: 40 }, xaxis: { rangemode: "tozero" }, yaxis: { rangemode: "normal" } }), config);
+    margin: { ...margin, l: 96 }, xaxis: { rangemode: "tozero" }, yaxis: { rangemode: "normal" } }), config);
   const b = d.budget;  // the verification curve the node budget prices by, and the sizes it chose
   Plotly.react(nodes.budget, [
     { x: b.verified.map((v) => v[0]), y: b.verified.map((v) => v[1]), name: "rounds verifying n nodes", type: "bar",
@@ -75,7 +77,7 @@ function draw() {
   ], layout("Node budget: verification cost and nodes verified", "tree nodes (root included)", "steps", {
     // Before the first measurement a log axis with no points would span millions of nodes.
     hovermode: "closest", xaxis: { type: "log", dtick: Math.log10(2), ...(b.nodes.length ? {} : { range: [0, Math.log10(64)] }) },
-    margin: { l: 52, r: 48, t: 28, b: 40 },
+    margin: { ...margin, r: 48 },
     yaxis2: { overlaying: "y", side: "right", rangemode: "tozero", showgrid: false,
       title: { text: "rounds", standoff: 4 } },
   }), config);
