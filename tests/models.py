@@ -52,6 +52,14 @@ def make_head(target: Target, draft_vocab_size: int | None = None, seed: int = 1
     return head.eval()
 
 
+def sampling_pair(vocab_size: int) -> tuple[Target, Eagle3Head]:
+    """The sharp, small-vocabulary target and head of the statistical tests, which decode
+    thousands of times: three layers, the fewest with three distinct feature layers, since
+    a step's cost is mostly per layer and the distributions need no depth."""
+    target = make_target("llama", vocab_size=vocab_size, logit_scale=6.0, seed=5, num_hidden_layers=3)
+    return target, make_head(target, draft_vocab_size=6, seed=6)
+
+
 def make_tokenizer(vocab_size: int = 300) -> PreTrainedTokenizerFast:
     """A byte-level BPE tokenizer trained on a few lines (multi-byte characters stay split)."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers

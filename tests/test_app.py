@@ -273,6 +273,9 @@ def test_real_browser(served):
         assert not page.locator("#replay .replay-panes").is_visible()
         assert page.evaluate("(() => { const box = document.querySelector('#preset input');"
                              " return box.scrollWidth <= box.clientWidth; })()")
+        max_new = page.locator("#max-new input")
+        max_new.fill("64")  # both decoders, the replay and every check below, in half the default's time
+        max_new.press("Enter")
         page.locator("#prompt textarea").fill(PROMPT)
         page.locator("#send").click()
         page.wait_for_function("document.querySelectorAll('#spec-pane .tok').length > 3", timeout=60_000, polling=20)
@@ -330,7 +333,6 @@ def test_real_browser(served):
         page.locator("#send").click()
         page.get_by_test_id("toast-body").filter(has_text="prompt: empty").wait_for(timeout=30_000)
         assert page.locator("#spec-pane .tok").count() == tokens
-        max_new = page.locator("#max-new input")
         max_new.fill("")  # an emptied box is named, never read as some default
         page.locator("#prompt textarea").fill(PROMPT)
         page.locator("#send").click()
@@ -350,7 +352,7 @@ def test_real_browser(served):
             new MutationObserver(() => { window.sawStopped ||= summary.textContent.includes('stopped: EAGLE-3 wrote'); })
                 .observe(summary, { subtree: true, childList: true, characterData: true })""")
         page.locator("#stop").click()
-        max_new.fill("128")
+        max_new.fill("64")
         max_new.press("Enter")
         page.locator("#prompt textarea").fill(PROMPT)
         page.locator("#send").click()

@@ -6,7 +6,7 @@ import torch
 from eagle3 import GenerationConfig, HeadDrafter, SamplingConfig, TreeConfig, collect, collect_rows, decode, drafter_named
 from eagle3.adaptive import AdaptiveDepth
 from eagle3.batch import batch_drafter
-from tests.models import make_head, make_target
+from tests.models import make_head, make_target, sampling_pair
 from tests.test_greedy import random_prompts, reference
 from tests.test_sampling import PROMPT, VOCAB, chi_square_pvalue, exact_joint
 
@@ -57,8 +57,7 @@ def test_rows_finish_at_different_times():
 
 
 def test_sampled_batch_rows_follow_the_target():
-    target = make_target("llama", vocab_size=VOCAB, logit_scale=6.0, seed=5)
-    head = make_head(target, draft_vocab_size=6, seed=6)
+    target, head = sampling_pair(VOCAB)
     sampling = SamplingConfig(temperature=1.0)
     other = [5, 2, 7, 7, 1]
     counts = [torch.zeros(VOCAB ** 3), torch.zeros(VOCAB ** 3)]

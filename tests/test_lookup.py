@@ -8,7 +8,7 @@ from eagle3 import GenerationConfig, SamplingConfig, TreeConfig, collect, decode
 from eagle3.lookup import ContextIndex, LookupConfig, hybrid_tree
 from eagle3.kv_cache import KVCache
 from eagle3.tree import DraftTree, draft_tree
-from tests.models import make_head, make_target
+from tests.models import make_head, make_target, sampling_pair
 from tests.test_greedy import random_prompts, reference
 from tests.test_sampling import VOCAB, chi_square_pvalue, exact_joint, sample_first_tokens
 
@@ -88,8 +88,7 @@ def test_the_head_catches_up_on_pairs_it_skipped():
 
 @pytest.fixture(scope="module")
 def pair():
-    target = make_target("llama", vocab_size=VOCAB, logit_scale=6.0, seed=5)
-    return target, make_head(target, draft_vocab_size=6, seed=6)
+    return sampling_pair(VOCAB)
 
 
 REPEATING = [3, 1, 4, 1, 3, 4, 1]  # every token recurs: a copy chain is proposed at once

@@ -11,7 +11,7 @@ from eagle3 import GenerationConfig, HeadDrafter, SamplingConfig, TreeConfig, co
 from eagle3.acceptance import Acceptance, SampledDraws, TokenState, accept_sampled, sampled_draws, target_probs
 from eagle3.budget import NodeBudget, VerifyCosts
 from eagle3.tree import DraftTree
-from tests.models import make_head, make_target
+from tests.models import sampling_pair
 
 VOCAB = 8
 PROMPT = [3, 1, 4]
@@ -112,8 +112,7 @@ def chi_square_pvalue(counts: torch.Tensor, probs: torch.Tensor) -> float:
 
 @pytest.fixture(scope="module")
 def pair():
-    target = make_target("llama", vocab_size=VOCAB, logit_scale=6.0, seed=5)
-    return target, make_head(target, draft_vocab_size=6, seed=6)
+    return sampling_pair(VOCAB)
 
 
 @pytest.mark.parametrize("sampling", [SamplingConfig(temperature=1.0), SamplingConfig(temperature=0.7, top_p=0.9)])
