@@ -1,11 +1,12 @@
 """--compile against eager on the real target: plain greedy decoding, 64 tokens, three runs each.
 
-    PYTHONPATH=. python docs/probes/compile_probe.py [--freezing]
+    PYTHONPATH=. python docs/probes/compile_probe.py [--freezing] [--dtype float32]
     TORCH_LOGS=recompiles PYTHONPATH=. python docs/probes/compile_probe.py   # what dynamo recompiles
 
 Prints tokens/s per run (the first compiled run pays the compilation) and whether the compiled
 layers give the eager tokens. --freezing sets inductor's freezing (weights as constants,
-prepacked for oneDNN by inductor itself).
+prepacked for oneDNN by inductor itself). --dtype float32 runs the target as `auto` does on a
+CPU without exact bfloat16 (default: bfloat16).
 """
 
 import sys
@@ -29,7 +30,8 @@ def timed_runs(target, prompt: list[int], label: str) -> list[int]:
 
 
 def main() -> None:
-    target = load_target("checkpoints/smollm2", "cpu", "bfloat16")
+    dtype = sys.argv[sys.argv.index("--dtype") + 1] if "--dtype" in sys.argv else "bfloat16"
+    target = load_target("checkpoints/smollm2", "cpu", dtype)
     prompt = target.tokenizer("Explain how a hash map works.")["input_ids"]
     eager = timed_runs(target, prompt, "eager")
     torch._inductor.config.freezing = "--freezing" in sys.argv
