@@ -1,6 +1,6 @@
 """How much of a plain decoding step is not the weights' reading, and whether Python's module
 calls are it: the real target's one-token step, the same step through a lean decoder layer
-(transformers' Llama layer arithmetic op for op, called without the eleven submodule calls
+(transformers' Llama layer arithmetic op for op, called without the twelve submodule calls
 and the attention-interface lookup of each layer), and the step of a model of the same depth
 and layer code with tiny widths (64 hidden, vocabulary 1,000), whose weights cost nothing to
 read, so its step is the fixed cost of the ops and the Python around them. Interleaved,
