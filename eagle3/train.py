@@ -215,7 +215,9 @@ def parse_args(argv=None):
     parser = argparse.ArgumentParser(prog="python -m eagle3.train", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--target", required=True, help="target model directory (or hub id where a network exists)")
-    parser.add_argument("--data", default=None, help='JSONL: {"text"}, {"conversations"} or {"messages"} per line')
+    parser.add_argument("--data", nargs="+", default=None,
+                        help='JSONL (.gz too): {"text"}, {"conversations"} or {"messages"} per line; several files '
+                             "read as one dataset, in the order given (as eagle3.features writes them, one folder a file)")
     parser.add_argument("--features", nargs="+", default=None,
                         help="read examples and target states written by eagle3.features instead of running the "
                              "target on --data; several directories read as one dataset")
@@ -276,7 +278,7 @@ def main(argv=None) -> int:
         target = load_target(args.target, accelerator.device, args.dtype)
         store = FeatureStore(args.features, target) if args.features else None
         examples = ([store.example(i) for i in range(len(store))] if store
-                    else load_examples(args.data, target.tokenizer, args.max_length))
+                    else [e for path in args.data for e in load_examples(path, target.tokenizer, args.max_length)])
         initial = load_head(args.init, target, torch.float32) if args.init else None
         if initial and args.draft_vocab_size not in (None, initial.config.draft_vocab_size):
             raise ValueError(f"--draft-vocab-size {args.draft_vocab_size} differs from the "

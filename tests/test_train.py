@@ -89,10 +89,12 @@ def test_trainer_smoke(tmp_path, tokenizer, capsys):
     target.model.save_pretrained(tmp_path / "target")
     tokenizer.save_pretrained(tmp_path / "target")
     lines = ["def add(a, b):\n    return a + b\n", "for i in range(10):\n    print(i)\n", "class Point:\n    pass\n"]
-    with open(tmp_path / "data.jsonl", "w") as f:
-        for i in range(24):
-            f.write(json.dumps({"text": "".join(lines[(i + j) % 3] for j in range(4))}) + "\n")
-    args = ["--target", str(tmp_path / "target"), "--data", str(tmp_path / "data.jsonl"), "--out", str(tmp_path / "head"),
+    for part, numbers in (("a", range(12)), ("b", range(12, 24))):  # two files, read as one dataset
+        with open(tmp_path / f"data-{part}.jsonl", "w") as f:
+            for i in numbers:
+                f.write(json.dumps({"text": "".join(lines[(i + j) % 3] for j in range(4))}) + "\n")
+    data = [str(tmp_path / "data-a.jsonl"), str(tmp_path / "data-b.jsonl")]
+    args = ["--target", str(tmp_path / "target"), "--data", *data, "--out", str(tmp_path / "head"),
             "--work", str(tmp_path / "work"), "--draft-vocab-size", "120", "--batch-size", "4", "--lr", "3e-3",
             "--warmup", "2", "--ttt-steps", "3", "--save-every", "10", "--device", "cpu"]
     assert train_main(args + ["--max-steps", "20"]) == 0
@@ -100,6 +102,7 @@ def test_trainer_smoke(tmp_path, tokenizer, capsys):
     header, rows = log[0].split(","), [dict(zip(log[0].split(","), r.split(","))) for r in log[1:]]
     assert header[:4] == ["step", "epoch", "lr", "loss"] and "acc_2" in header and header[-1] == "seconds"
     assert all(float(r["seconds"]) > 0 for r in rows)
+    assert rows[5]["epoch"] == "1.000"  # 6 steps of 4 take one pass over both files' 24 examples
     first, last = sum(float(r["loss"]) for r in rows[:3]) / 3, sum(float(r["loss"]) for r in rows[-3:]) / 3
     assert last < first - 0.05, (first, last)
 
@@ -131,7 +134,8 @@ def test_trainer_smoke(tmp_path, tokenizer, capsys):
 
     # --init goes on from the saved head: same draft vocabulary, a loss where the first run
     # ended (not where a new head starts), and a clear refusal of another vocabulary size.
-    more = args[:5] + [str(tmp_path / "more"), "--work", str(tmp_path / "work-more")] + args[8:] + ["--init", str(tmp_path / "head")]
+    elsewhere = {str(tmp_path / "head"): str(tmp_path / "more"), str(tmp_path / "work"): str(tmp_path / "work-more")}
+    more = [elsewhere.get(a, a) for a in args] + ["--init", str(tmp_path / "head")]
     assert train_main(more + ["--max-steps", "2"]) == 0
     rows = (tmp_path / "work-more" / "log.csv").read_text().splitlines()[1:]
     assert float(rows[0].split(",")[3]) < first - 0.05

@@ -5,7 +5,8 @@
 # all of its data, starting from the stage before's head; every head is measured on the
 # project's chat set and on MT-bench (docs/pipeline/stage.sh). The 4k point is the shipped
 # head (checkpoints/smollm2-eagle3); the 10k stage trains a new head.
-#   [RECIPE=name TRAIN_ARGS="eagle3.train arguments"] docs/pipeline/scaling.sh [STAGE ...]
+#   [ONLINE=1] [RECIPE=name TRAIN_ARGS="eagle3.train arguments"] docs/pipeline/scaling.sh [STAGE ...]
+# (ONLINE=1: on the reply parts themselves, the target run on each batch; see stage.sh)
 # (default stages: 10k 20k 40k). A RECIPE names a change to the training (TRAIN_ARGS, e.g.
 # "--loss lk-lambda" or "--eagle-3.1"): its stages are named 10k-RECIPE and so on, a curve of
 # their own. Resumable (stage.sh). Run it with nothing else on the cores.
