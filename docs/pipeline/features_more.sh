@@ -13,7 +13,7 @@ export PYTHONPATH=.
 # The target's arithmetic while extracting: bfloat16, 2.3x faster than float32 here, and what
 # inference runs on AMX (docs/training_pipeline.md, "Features in bfloat16").
 DTYPE=${DTYPE:-bfloat16}
-for part in $(ls assets/data/replies_first/part-*.jsonl.gz assets/data/replies_more/part-*.jsonl.gz | head -n "${FEATURE_PARTS:-1000}"); do
+for part in $(docs/pipeline/reply_parts.sh | head -n "${FEATURE_PARTS:-1000}"); do
   out="runs/features/$(basename "$(dirname "$part")")/$(basename "$part" .jsonl.gz)"
   python3 -m eagle3.features --target checkpoints/smollm2 --data "$part" --out "$out" --dtype "$DTYPE" \
     --save-dtype bfloat16 --max-length 768 --batch-size 8 || exit 1

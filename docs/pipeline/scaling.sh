@@ -13,7 +13,7 @@
 cd "$(dirname "$0")/../.."
 suffix=${RECIPE:+-$RECIPE}
 # feature folders per stage (10k: the first set and 6 new parts; 20k: 16 new; 40k: all)
-declare -A COUNT=([10k]=11 [20k]=21 [40k]=$(ls assets/data/replies_first/part-* assets/data/replies_more/part-* | wc -l))
+declare -A COUNT=([10k]=11 [20k]=21 [40k]=$(docs/pipeline/reply_parts.sh | wc -l))
 declare -A INIT=([10k]=- [20k]=checkpoints/scaling/10k$suffix/head [40k]=checkpoints/scaling/20k$suffix/head)
 stages=("$@")
 [ ${#stages[@]} -gt 0 ] || stages=(10k 20k 40k)

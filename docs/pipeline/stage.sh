@@ -26,7 +26,7 @@ if [ "$count" = measure ]; then
   head=$init
 elif [ ! -f "$dir/trained" ]; then
   if [ -n "$ONLINE" ]; then  # the committed reply parts, the target run on each batch
-    mapfile -t parts < <(ls assets/data/replies_first/part-*.jsonl.gz assets/data/replies_more/part-*.jsonl.gz | head -n "$count")
+    mapfile -t parts < <(docs/pipeline/reply_parts.sh | head -n "$count")
     source_args=(--data)
   else
     mapfile -t parts < <(ls -d runs/features/replies_first/part-* runs/features/replies_more/part-* | head -n "$count")
