@@ -44,7 +44,7 @@ from eagle3.options import add_generation_options, add_pair_options, add_tree_op
 from eagle3.presets import choose_pair
 from eagle3.prompts import PromptRecord, first_per_category, prompt_ids as record_ids, read_prompts
 from eagle3.stats import RunStats, collect, collect_rows, tokens_per_round, tokens_per_second
-from eagle3.target import Target, load_target
+from eagle3.target import Target, device_name, load_target
 from eagle3.transfer import clock
 from eagle3.tree import TreeConfig
 
@@ -318,9 +318,8 @@ def summarise(totals: dict[str, Tally], rows: list[dict], tree: TreeConfig, conf
 
 def settings(target: Target, head, tree: TreeConfig, config: GenerationConfig, lookup_tokens: int) -> dict:
     device = target.device
-    name = torch.cuda.get_device_name(device) if device.type == "cuda" else (platform.processor() or platform.machine())
     return {
-        "device": str(device), "device_name": name, "torch_threads": torch.get_num_threads(), "cpu_count": os.cpu_count(),
+        "device": str(device), "device_name": device_name(device), "torch_threads": torch.get_num_threads(), "cpu_count": os.cpu_count(),
         "compiled": getattr(target.layers[0], "_compiled_call_impl", None) is not None,
         "dtype": str(target.dtype).removeprefix("torch."), "attention": target.config._attn_implementation,
         "draft_dtype": str(head.fc.weight.dtype).removeprefix("torch."),

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import functools
 import os
+import platform
+import re
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -90,6 +92,20 @@ def cpu_info() -> str:
             return f.read()
     except OSError:
         return ""
+
+
+def device_name(device: torch.device) -> str:
+    """The device in words, for reports: the GPU's name, or the CPU's model with what decides
+    its arithmetic here (AMX, AVX-512 BF16, else torch's CPU capability) and its core count;
+    e.g. "AMD EPYC (AVX2, 2 cores)"."""
+    if device.type == "cuda":
+        return torch.cuda.get_device_name(device)
+    model = re.search(r"^model name\s*:\s*(.+)$", cpu_info(), re.MULTILINE)
+    name = model.group(1).strip() if model else (platform.processor() or platform.machine())
+    flags = cpu_info()
+    kind = ("AMX" if "amx_bf16" in flags else "AVX-512 BF16" if "avx512_bf16" in flags
+            else torch.backends.cpu.get_cpu_capability())
+    return f"{name} ({kind}, {os.cpu_count()} cores)"
 
 
 def draft_dtype(dtype: str | torch.dtype | None, target_dtype: torch.dtype, device: torch.device) -> torch.dtype:

@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 
 import pytest
 
@@ -47,6 +48,8 @@ def test_bench_records_the_ids_it_decoded_and_a_table_by_category(tmp_path, mode
     expected = sum(r["plain_s"] for r in math) / sum(r["eagle3_s"] for r in math)
     assert report["categories"]["math"]["speedup"] == pytest.approx(expected, rel=1e-3)
     assert report["settings"]["target"] == model_dirs[0] and report["settings"]["chat"] is False
+    # The CPU is named with what decides its arithmetic, since results differ between CPU kinds
+    assert re.fullmatch(r".+ \((AMX|AVX-512 BF16|[A-Z0-9_]+), \d+ cores\)", report["settings"]["device_name"])
     assert all(r["hf_generate_matches"] for r in rows)  # same ids, same greedy tokens as transformers
     # The project's own lookup drafter and the hybrid, timed on the same prompts in the same run
     drafters = report["summary"]["drafters"]

@@ -15,7 +15,6 @@ set -e
 # that optimises acceptance, a draft vocabulary of 16,384 instead of 6,144, EAGLE 3.1's
 # norms) beside EAGLE-3's recipe, so the recipe is chosen before the larger stages start.
 declare -A OPTIONS=([lk-lambda]="--loss lk-lambda" [vocab16k]="--draft-vocab-size 16384" [eagle31]="--eagle-3.1")
-FEATURE_PARTS=11 docs/pipeline/features_more.sh
 RECIPE= TRAIN_ARGS= docs/pipeline/scaling.sh 10k
 for option in lk-lambda vocab16k eagle31; do
   RECIPE=$option TRAIN_ARGS=${OPTIONS[$option]} docs/pipeline/scaling.sh 10k
@@ -29,7 +28,5 @@ if [ -z "${TRAIN_ARGS+set}" ]; then
   for option in ${RECIPE//+/ }; do TRAIN_ARGS+="${OPTIONS[$option]:?unknown recipe option $option} "; done
 fi
 echo "long run: the 20k and 40k stages keep the options: ${RECIPE:-none} ${TRAIN_ARGS}"
-# The larger stages train online: their features (3 to 5.5 hours on the Xeon) would not fit in
-# one 3-hour session, and a new machine would compute them again from the start.
-ONLINE=1 RECIPE=$RECIPE TRAIN_ARGS=$TRAIN_ARGS docs/pipeline/scaling.sh 20k 40k
+RECIPE=$RECIPE TRAIN_ARGS=$TRAIN_ARGS docs/pipeline/scaling.sh 20k 40k
 PYTHONPATH=. python3 docs/pipeline/scaling_report.py

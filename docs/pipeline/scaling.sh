@@ -1,23 +1,21 @@
 #!/usr/bin/env bash
 # Issue 24's scaling curve, as one training run over growing data: each stage trains on more
-# feature folders (docs/pipeline/features_more.sh: the first set's 5 parts, then the new ones
-# in order, 1,024 conversations a part, the last first-set part 274) for PASSES passes over
-# all of its data, starting from the stage before's head; every head is measured on the
-# project's chat set and on MT-bench (docs/pipeline/stage.sh). The 4k point is the shipped
-# head (checkpoints/smollm2-eagle3); the 10k stage trains a new head.
-#   [ONLINE=1] [RECIPE=name TRAIN_ARGS="eagle3.train arguments"] docs/pipeline/scaling.sh [STAGE ...]
-# (ONLINE=1: on the reply parts themselves, the target run on each batch; see stage.sh)
+# reply parts (docs/pipeline/reply_parts.sh: the first set's 5 parts, then the new ones in
+# order, 1,024 conversations a part, the last first-set part 274) for PASSES passes over all
+# of its data, starting from the stage before's head; every head is measured on the project's
+# chat set and on MT-bench (docs/pipeline/stage.sh). The 4k point is the shipped head
+# (checkpoints/smollm2-eagle3); the 10k stage trains a new head.
+#   [RECIPE=name TRAIN_ARGS="eagle3.train arguments"] docs/pipeline/scaling.sh [STAGE ...]
 # (default stages: 10k 20k 40k). A RECIPE names a change to the training (TRAIN_ARGS, e.g.
 # "--loss lk-lambda" or "--eagle-3.1"): its stages are named 10k-RECIPE and so on, a curve of
 # their own. Resumable (stage.sh). Run it with nothing else on the cores.
 cd "$(dirname "$0")/../.."
 suffix=${RECIPE:+-$RECIPE}
-# feature folders per stage (10k: the first set and 6 new parts; 20k: 16 new; 40k: all)
+# reply parts per stage (10k: the first set and 6 new parts; 20k: 16 new; 40k: all)
 declare -A COUNT=([10k]=11 [20k]=21 [40k]=$(docs/pipeline/reply_parts.sh | wc -l))
 declare -A INIT=([10k]=- [20k]=checkpoints/scaling/10k$suffix/head [40k]=checkpoints/scaling/20k$suffix/head)
 stages=("$@")
 [ ${#stages[@]} -gt 0 ] || stages=(10k 20k 40k)
-docs/pipeline/stage.sh 4k measure checkpoints/smollm2-eagle3 || exit 1
 for stage in "${stages[@]}"; do
   init=${INIT[$stage]}
   if [ "$init" != - ] && [ ! -f "$init/config.json" ] && [[ $RECIPE == *+* ]]; then
@@ -29,3 +27,5 @@ for stage in "${stages[@]}"; do
   # shellcheck disable=SC2086  # TRAIN_ARGS is a list of arguments
   docs/pipeline/stage.sh "$stage$suffix" "${COUNT[$stage]}" "$init" ${TRAIN_ARGS:-} || exit 1
 done
+# The shipped head, measured after a trained one, so that the first hours train.
+docs/pipeline/stage.sh 4k measure checkpoints/smollm2-eagle3 || exit 1

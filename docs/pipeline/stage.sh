@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# One head of issue 24's long run: train it on the first COUNT feature folders
-# (docs/pipeline/features_more.sh: the first set's 5 parts, then the new ones in order), or
-# with ONLINE=1 on the first COUNT committed reply parts in the same order, the target run on
-# each batch (no features to compute first or to lose with the machine, at about twice the
-# cost per pass), and measure it (tau and speed, EAGLE-3 and hybrid) on the project's chat
-# set and on MT-bench.
+# One head of issue 24's long run: train it on the first COUNT committed reply parts
+# (docs/pipeline/reply_parts.sh), the target run on each batch (online: no features to compute
+# first, which a 3-hour session on a new machine would spend its time on and then lose), and
+# measure it (tau and speed, EAGLE-3 and hybrid) on the project's chat set and on MT-bench,
+# with the preset tree at its full size (--node-budget fixed), so that tau is the head's and
+# not the machine's: the points of the curve may be measured on different CPUs.
 #   docs/pipeline/stage.sh NAME COUNT [INIT_HEAD|-] [extra eagle3.train arguments]
 # writes checkpoints/scaling/NAME/{head,work/log.csv,work/progress.json,trained,chat.json,
 # mtbench.json}, which each stop commits (the head once a stop), and work/state.pt, the
@@ -25,14 +25,8 @@ head=$dir/head
 if [ "$count" = measure ]; then
   head=$init
 elif [ ! -f "$dir/trained" ]; then
-  if [ -n "$ONLINE" ]; then  # the committed reply parts, the target run on each batch
-    mapfile -t parts < <(docs/pipeline/reply_parts.sh | head -n "$count")
-    source_args=(--data)
-  else
-    mapfile -t parts < <(ls -d runs/features/replies_first/part-* runs/features/replies_more/part-* | head -n "$count")
-    source_args=(--features)
-  fi
-  [ "${#parts[@]}" -eq "$count" ] || { echo "stage $name: $count ${source_args[0]#--} parts wanted, ${#parts[@]} found"; exit 1; }
+  mapfile -t parts < <(docs/pipeline/reply_parts.sh | head -n "$count")
+  [ "${#parts[@]}" -eq "$count" ] || { echo "stage $name: $count reply parts wanted, ${#parts[@]} found"; exit 1; }
   [ "$init" = - ] && init=""
   start=0
   if [ ! -f "$work/state.pt" ] && [ -f "$work/progress.json" ]; then
@@ -40,7 +34,7 @@ elif [ ! -f "$dir/trained" ]; then
     init=$head
     echo "stage $name: no optimiser state here; going on from the committed head at step $start"
   fi
-  train=(python3 -m eagle3.train --target checkpoints/smollm2 "${source_args[@]}" "${parts[@]}" --out "$head"
+  train=(python3 -m eagle3.train --target checkpoints/smollm2 --data "${parts[@]}" --out "$head"
     --work "$work" ${init:+--init "$init"} --start-step "$start" --draft-vocab-size 6144 --ttt-steps 6 --epochs "${PASSES:-2}"
     --batch-size 8 --lr 8e-4 --warmup 30 --save-every 40 --save-dtype bfloat16 --max-length 768 --seed 0 "$@")
   "${train[@]}" || exit 1
@@ -50,6 +44,6 @@ elif [ ! -f "$dir/trained" ]; then
     echo "command: ${train[*]}"; } > "$dir/trained"
 fi
 [ -f "$dir/chat.json" ] || python3 -m eagle3.bench --draft "$head" --prompts assets/prompts/chat.jsonl --per-category 2 \
-  --drafters hybrid --no-prompt-lookup --no-llama-cpp --json "$dir/chat.json" || exit 1
+  --drafters hybrid --node-budget fixed --no-prompt-lookup --no-llama-cpp --json "$dir/chat.json" || exit 1
 [ -f "$dir/mtbench.json" ] || python3 -m eagle3.bench --draft "$head" --prompts mtbench --per-category 4 \
-  --drafters hybrid --no-prompt-lookup --no-llama-cpp --json "$dir/mtbench.json" || exit 1
+  --drafters hybrid --node-budget fixed --no-prompt-lookup --no-llama-cpp --json "$dir/mtbench.json" || exit 1
