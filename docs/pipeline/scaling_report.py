@@ -5,8 +5,9 @@
 Prints a Markdown table of the training runs (steps, hours, acceptance on the training
 batches), one of the benches (one row per point, recipe and prompt set: tau and speedup of
 EAGLE-3 and the hybrid, plain decoding's tokens/s, an EAGLE-3 round's draft and verification
-milliseconds, acceptance by draft position) and writes an HTML figure of tau against the
-number of training conversations (plotly.js from its CDN, to keep the file small). Points not measured yet are left out.
+milliseconds, acceptance by draft position, the CPU and dtype it was measured on) and writes
+an HTML figure of tau against the number of training conversations (plotly.js from its CDN,
+to keep the file small). Points not measured yet are left out.
 """
 
 from __future__ import annotations
@@ -41,12 +42,15 @@ def read_rows(runs: str) -> list[dict]:
             if not os.path.exists(path):
                 continue
             with open(path, encoding="utf-8") as f:
-                summary = json.load(f)["summary"]
+                report = json.load(f)
+            summary, settings = report["summary"], report["settings"]
             hybrid = summary["drafters"]["hybrid"]
             rows.append({"point": point, "recipe": recipe or "EAGLE-3", "conversations": POINTS[point], "set": name,
                          "eagle3_tau": summary["tau"], "hybrid_tau": hybrid["tau"],
                          "eagle3_speedup": summary["speedup"], "hybrid_speedup": hybrid["speedup"],
                          "plain_tokens_per_s": summary["plain_tokens_per_s"],
+                         # The points may be measured on different CPUs: tau is the head's, speed the machine's.
+                         "machine": f"{settings.get('device_name', settings['device'])}, {settings['dtype']}",
                          "round_ms": {part: 1e3 * summary["time_split"][f"{part}_s"] / summary["rounds"]
                                       for part in ("draft", "verify")},
                          "acceptance": summary["acceptance_by_position"]})
@@ -55,13 +59,13 @@ def read_rows(runs: str) -> list[dict]:
 
 def markdown(rows: list[dict]) -> str:
     lines = ["| conversations | recipe | prompts | EAGLE-3 tau | hybrid tau | EAGLE-3 speedup | hybrid speedup | "
-             "plain tokens/s | EAGLE-3 round: draft / verify ms | acceptance by position |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+             "plain tokens/s | EAGLE-3 round: draft / verify ms | acceptance by position | measured on |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for r in rows:
         lines.append(f"| {r['conversations']:,} | {r['recipe']} | {SETS[r['set']]} | {r['eagle3_tau']:.2f} | {r['hybrid_tau']:.2f} | "
                      f"{r['eagle3_speedup']:.2f}x | {r['hybrid_speedup']:.2f}x | {r['plain_tokens_per_s']:.1f} | "
                      f"{r['round_ms']['draft']:.1f} / {r['round_ms']['verify']:.1f} | "
-                     + " / ".join(f"{a:.2f}" for a in r["acceptance"]) + " |")
+                     + " / ".join(f"{a:.2f}" for a in r["acceptance"]) + f" | {r['machine']} |")
     return "\n".join(lines)
 
 
