@@ -275,7 +275,10 @@ def main(argv=None) -> int:
     try:
         if args.batch_size < processes:
             raise ValueError(f"batch_size: {args.batch_size} is smaller than the {processes} processes")
-        target = load_target(args.target, accelerator.device, args.dtype)
+        # Training needs no bit-exact one-token arithmetic (eagle3.invariant: row-chunked products,
+        # float64 attention), which a bfloat16 CPU target would take: the model's own kernels, as
+        # eagle3.features runs.
+        target = load_target(args.target, accelerator.device, args.dtype, attention="sdpa")
         store = FeatureStore(args.features, target) if args.features else None
         examples = ([store.example(i) for i in range(len(store))] if store
                     else [e for path in args.data for e in load_examples(path, target.tokenizer, args.max_length)])

@@ -146,6 +146,26 @@ def test_trainer_smoke(tmp_path, tokenizer, capsys):
     assert "--draft-vocab-size 100 differs from the 120 of the head in --init" in capsys.readouterr().err
 
 
+def test_training_runs_the_target_on_its_own_kernels(tmp_path, tokenizer, monkeypatch):
+    """A bfloat16 CPU target would decode with eagle3.invariant's arithmetic; training, which
+    needs no bit-exact one-token steps, runs the model's own (faster) kernels, as features do."""
+    import eagle3.target
+
+    def refuse(model):
+        raise AssertionError("the trainer's target took the invariant arithmetic")
+
+    monkeypatch.setattr(eagle3.target, "make_row_invariant", refuse)
+    target = make_target("llama", vocab_size=len(tokenizer), eos=tokenizer.eos_token_id)
+    target.model.save_pretrained(tmp_path / "target")
+    tokenizer.save_pretrained(tmp_path / "target")
+    (tmp_path / "data.jsonl").write_text("\n".join(json.dumps({"text": f"def f{i}(x):\n    return x + {i}\n"})
+                                                  for i in range(4)) + "\n")
+    assert train_main(["--target", str(tmp_path / "target"), "--data", str(tmp_path / "data.jsonl"),
+                       "--out", str(tmp_path / "head"), "--work", str(tmp_path / "work"), "--draft-vocab-size", "120",
+                       "--batch-size", "2", "--ttt-steps", "2", "--max-steps", "1", "--device", "cpu",
+                       "--dtype", "bfloat16"]) == 0
+
+
 def test_lk_losses_raise_the_acceptance_they_optimise():
     """LK-alpha is -log(acceptance), LK-lambda its blend with the cross-entropy; under each
     objective, gradient steps on a draft's logits raise sum_v min(p, q)."""
