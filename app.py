@@ -44,6 +44,7 @@ from eagle3.options import add_pair_options
 from eagle3.presets import PRESETS, Preset, pair_preset
 from eagle3.prompts import first_per_category, fit_chat, read_prompts
 from eagle3.runner import MainThreadRunner
+from eagle3.target import device_name
 from eagle3.views import (RunView, batch_rows_html, chart_data, empty_charts, last_drafted, legend_html, pooled,
                           render_tree, replay_data, stopped_message, summary_html, tree_html)
 
@@ -645,11 +646,15 @@ def example_prompts(count: int = 8) -> list[str]:
 def build_demo(max_queue: int = 32) -> gr.Blocks:
     """The page, for the model menu in MODELS: its panels, then their events."""
     first, examples = MODELS.first, example_prompts()
-    device = MODELS.get(first.name)[1].device.type
+    target = MODELS.get(first.name)[1]
+    device = target.device.type
     with gr.Blocks(title="EAGLE-3, live") as demo:
+        # What is timed depends on the machine: a CPU without AMX or AVX-512 BF16 runs float32, where trees cost more.
         gr.Markdown("# EAGLE-3, live\nChat with a real model: each reply is decoded twice from the same "
                     "conversation, by speculative decoding with an EAGLE-3 draft head (left) and by plain decoding "
-                    "(right), one after the other, each timed on its own compute.")
+                    "(right), one after the other, each timed on its own compute: here "
+                    f"{device_name(target.device)}, the target in {str(target.dtype).removeprefix('torch.')}.",
+                    elem_id="intro")
         gr.HTML(legend_html())
         # The components by name: ChatRequest's and PageUpdate's fields, and the page's buttons
         page = dict(history=gr.State([]), trees=gr.State([]))
