@@ -203,7 +203,12 @@ def batch_states(target: Target, store: FeatureStore | None, indices: list[int],
     ids, loss_mask, attention = pad_batch([examples[i] for i in indices])
     if store is None:
         features, hidden = target.training_states(ids.to(device), attention.to(device))
-        tokens, normalizers = (t.view(hidden.shape[:2]) for t in target.teacher_stats(hidden.flatten(0, 1)))
+        # TTTLoss reads the stats only where the next token is learned: the full-vocabulary
+        # products skip the prompts and the padding (stored features keep every position's).
+        needed = shift(loss_mask.to(device), 1) > 0
+        tokens = torch.zeros(needed.shape, dtype=torch.long, device=device)
+        normalizers = torch.zeros(needed.shape, dtype=torch.float32, device=device)
+        tokens[needed], normalizers[needed] = target.teacher_stats(hidden[needed])
     else:
         stored = [store.states(i) for i in indices]
         features, hidden, tokens, normalizers = (pad_sequence([getattr(s, name) for s in stored], batch_first=True)

@@ -205,6 +205,27 @@ def test_length_bucketed_batches_cover_each_example_once():
     assert again == batches
 
 
+def test_online_stats_where_learned_give_the_loss_of_stats_everywhere():
+    """Online, the target's greedy token and log-normaliser are computed only where the next
+    token is learned; the loss of every unrolled step is that of stats at every position."""
+    from eagle3.data import Example
+    from eagle3.train import TTTLoss, Teacher, batch_states
+
+    target = make_target("llama", vocab_size=40, logit_scale=4.0)
+    head = make_head(target, draft_vocab_size=12)
+    examples = [Example(list(range(3, 3 + n)), [0] * prompt + [1] * (n - prompt)) for n, prompt in ((14, 5), (9, 3), (11, 7))]
+    ids, loss_mask, features, hidden, tokens, normalizers = batch_states(target, None, [0, 1, 2], examples, "cpu")
+    everywhere = target.teacher_stats(hidden.flatten(0, 1))
+    rows = target.lm_head_rows(torch.arange(12) + head.d2t)
+    loss = TTTLoss(head, steps=3)
+    online = loss(features, Teacher.from_states(rows, head.t2d, hidden, tokens, normalizers), ids, loss_mask)
+    full = loss(features, Teacher.from_states(rows, head.t2d, hidden, *(t.view(ids.shape) for t in everywhere)),
+                ids, loss_mask)
+    for a, b in zip(online, full):
+        assert torch.allclose(a, b, rtol=1e-5, atol=1e-6), (a, b)
+    assert (normalizers == 0).any()  # some positions were skipped
+
+
 def test_teacher_over_draft_rows_equals_full_logits():
     from eagle3.train import Teacher
 
