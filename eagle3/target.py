@@ -68,7 +68,7 @@ def bf16_supported(device: torch.device) -> bool:
     AVX-512 BF16 or AMX."""
     if device.type == "cuda":
         return bf16_native(torch.cuda.get_device_capability(device))
-    return torch.backends.cpu.get_cpu_capability() in ("AVX512", "AVX512_BF16", "AMX") and _cpu_has_bf16()
+    return torch.backends.cpu.get_cpu_capability() in ("AVX512", "AVX512_BF16", "AMX") and cpu_bf16_kind() is not None
 
 
 def exact_bf16(device: torch.device) -> bool:
@@ -79,9 +79,10 @@ def exact_bf16(device: torch.device) -> bool:
     return bf16_supported(device) and (device.type == "cuda" or exact_rows())
 
 
-def _cpu_has_bf16() -> bool:
+def cpu_bf16_kind() -> str | None:
+    """The CPU's bfloat16 instructions by /proc/cpuinfo's flags: "AMX", "AVX-512 BF16", or None."""
     flags = cpu_info()
-    return "avx512_bf16" in flags or "amx_bf16" in flags
+    return "AMX" if "amx_bf16" in flags else "AVX-512 BF16" if "avx512_bf16" in flags else None
 
 
 @functools.cache
@@ -102,10 +103,7 @@ def device_name(device: torch.device) -> str:
         return torch.cuda.get_device_name(device)
     model = re.search(r"^model name\s*:\s*(.+)$", cpu_info(), re.MULTILINE)
     name = model.group(1).strip() if model else (platform.processor() or platform.machine())
-    flags = cpu_info()
-    kind = ("AMX" if "amx_bf16" in flags else "AVX-512 BF16" if "avx512_bf16" in flags
-            else torch.backends.cpu.get_cpu_capability())
-    return f"{name} ({kind}, {os.cpu_count()} cores)"
+    return f"{name} ({cpu_bf16_kind() or torch.backends.cpu.get_cpu_capability()}, {os.cpu_count()} cores)"
 
 
 def draft_dtype(dtype: str | torch.dtype | None, target_dtype: torch.dtype, device: torch.device) -> torch.dtype:

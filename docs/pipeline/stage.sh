@@ -43,7 +43,9 @@ elif [ ! -f "$dir/trained" ]; then
     echo "cpu: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) cores$(grep -q amx_tile /proc/cpuinfo && echo ', AMX')"
     echo "command: ${train[*]}"; } > "$dir/trained"
 fi
-[ -f "$dir/chat.json" ] || python3 -m eagle3.bench --draft "$head" --prompts assets/prompts/chat.jsonl --per-category 2 \
-  --drafters hybrid --node-budget fixed --no-prompt-lookup --no-llama-cpp --json "$dir/chat.json" || exit 1
-[ -f "$dir/mtbench.json" ] || python3 -m eagle3.bench --draft "$head" --prompts mtbench --per-category 4 \
-  --drafters hybrid --node-budget fixed --no-prompt-lookup --no-llama-cpp --json "$dir/mtbench.json" || exit 1
+measure() {  # REPORT PROMPTS PER_CATEGORY: one prompt set's bench, unless its report exists
+  [ -f "$dir/$1.json" ] || python3 -m eagle3.bench --draft "$head" --prompts "$2" --per-category "$3" \
+    --drafters hybrid --node-budget fixed --no-prompt-lookup --no-llama-cpp --json "$dir/$1.json" || exit 1
+}
+measure chat assets/prompts/chat.jsonl 2
+measure mtbench mtbench 4
