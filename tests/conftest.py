@@ -10,8 +10,18 @@ os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["TRANSFORMERS_OFFLINE"] = "1"
 # GGUF targets are dequantised into this cache (the app's subprocesses inherit it); gone at the end
 TEST_CACHE = os.environ["EAGLE3_CACHE"] = tempfile.mkdtemp(prefix="eagle3-test-cache-")
+# pytest -n N (pytest-xdist) runs N workers side by side: each takes its share of the cores, and
+# so do the processes it starts, since OpenMP threads that outnumber the cores spin against
+# each other and slow every product many times over.
+WORKERS = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+if WORKERS > 1:
+    os.environ["OMP_NUM_THREADS"] = str(max(1, (os.cpu_count() or 1) // WORKERS))
 
 import pytest
+import torch
+
+if WORKERS > 1:
+    torch.set_num_threads(int(os.environ["OMP_NUM_THREADS"]))
 
 from tests.models import make_head, make_target, make_tokenizer
 
