@@ -335,6 +335,8 @@ def main(argv=None) -> int:
     fields = ["step", "epoch", "lr", "loss"] + [f"{name}_{i}" for name in ("loss", "acc", "accept")
                                                for i in range(args.ttt_steps)] + ["seconds"]
     log = CsvLog(os.path.join(args.work, "log.csv"), fields) if main_process else None
+    if log:
+        log.drop_after(step)
     if main_process:
         print(f"{len(examples)} examples, draft vocabulary {draft_vocab_size} of {target.vocab_size}, "
               f"{total_steps} steps, {processes} process(es), bf16 autocast: {use_bf16}")

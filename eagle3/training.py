@@ -46,6 +46,17 @@ class CsvLog:
             with open(path, "w", newline="", encoding="utf-8") as f:
                 csv.writer(f).writerow(fields)
 
+    def drop_after(self, step: int) -> None:
+        """Forget the rows of steps after `step`: a run cut off after its last save logged
+        steps that its resumption runs again, and each step's row (its wall time among them)
+        must be counted once."""
+        with open(self.path, newline="", encoding="utf-8") as f:
+            rows = list(csv.reader(f))
+        kept = [rows[0]] + [r for r in rows[1:] if int(r[0]) <= step]
+        if len(kept) < len(rows):
+            with written_whole(self.path) as temporary, open(temporary, "w", newline="", encoding="utf-8") as f:
+                csv.writer(f).writerows(kept)
+
     def write(self, **row) -> None:
         with open(self.path, "a", newline="", encoding="utf-8") as f:
             csv.writer(f).writerow([row.get(k, "") for k in self.fields])

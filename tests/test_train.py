@@ -109,8 +109,13 @@ def test_trainer_smoke(tmp_path, tokenizer, capsys):
     lk = [a if a != str(tmp_path / "work") else str(tmp_path / "work-lk") for a in args]
     assert train_main(lk + ["--max-steps", "3", "--loss", "lk-alpha"]) == 0  # an LK loss trains too
 
+    # A run cut off after its last save (step 20) had logged a step beyond it; resuming runs
+    # that step again and logs it once.
+    with open(tmp_path / "work" / "log.csv", "a") as f:
+        f.write(",".join(["21"] + ["0"] * (len(header) - 1)) + "\n")
     assert train_main(args + ["--max-steps", "24"]) == 0  # resumes from its own state
-    assert len((tmp_path / "work" / "log.csv").read_text().splitlines()) == 25
+    steps = [r.split(",")[0] for r in (tmp_path / "work" / "log.csv").read_text().splitlines()[1:]]
+    assert steps == [str(s) for s in range(1, 25)]
     # A new machine has the head and --work's progress.json but not its state.pt: --start-step
     # goes on at the head's step, with the learning rate warming up again from a fresh optimiser.
     assert json.loads((tmp_path / "work" / "progress.json").read_text()) == {"step": 24, "total_steps": 24}

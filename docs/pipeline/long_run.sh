@@ -5,28 +5,29 @@
 # Its process group id is in runs/long_run.pgid: pause it around any timing or test with
 #   kill -STOP -- -$(cat runs/long_run.pgid)   and resume it with   kill -CONT -- -$(cat runs/long_run.pgid)
 # RECIPE is the recipe of the 20k and 40k stages, options joined by + (e.g. vocab16k+eagle31;
-# empty: EAGLE-3's as it is). Unset, it is every option whose 10k head paid
-# (docs/pipeline/pick_recipe.py). TRAIN_ARGS, unset, follows from it.
+# empty: EAGLE-3's as it is). Unset, it is lk-lambda+eagle31, the two options that paid when the
+# four 10k recipes were trained side by side on a GPU (docs/pipeline/gpu_curve.sh; the table in
+# docs/training_pipeline.md, "Recipe options, trained on a GPU"); RECIPE=measure trains a 10k head
+# of each option on this CPU instead (about 3 hours each on the AMX Xeon) and keeps every option
+# whose held-out tau paid (docs/pipeline/pick_recipe.py). TRAIN_ARGS, unset, follows from RECIPE.
 cd "$(dirname "$0")/../.."
 mkdir -p runs
 ps -o pgid= $$ | tr -d ' ' > runs/long_run.pgid
 set -e
-# The 10k point's data first, and a head for each recipe option to compare on it (the LK loss
-# that optimises acceptance, a draft vocabulary of 16,384 instead of 6,144, EAGLE 3.1's
-# norms) beside EAGLE-3's recipe, so the recipe is chosen before the larger stages start.
-declare -A OPTIONS=([lk-lambda]="--loss lk-lambda" [vocab16k]="--draft-vocab-size 16384" [eagle31]="--eagle-3.1")
+# The 10k point first, in EAGLE-3's recipe; with RECIPE=measure, a head for each recipe option
+# on the same data (the LK loss that optimises acceptance, a draft vocabulary of 16,384 instead
+# of 6,144, EAGLE 3.1's norms), so the recipe is chosen before the larger stages start.
+source docs/pipeline/recipes.sh
 RECIPE= TRAIN_ARGS= docs/pipeline/scaling.sh 10k
-for option in lk-lambda vocab16k eagle31; do
-  RECIPE=$option TRAIN_ARGS=${OPTIONS[$option]} docs/pipeline/scaling.sh 10k
-done
-if [ -z "${RECIPE+set}" ]; then
+RECIPE=${RECIPE-lk-lambda+eagle31}
+if [ "$RECIPE" = measure ]; then
+  for option in lk-lambda vocab16k eagle31; do
+    RECIPE=$option TRAIN_ARGS=${OPTIONS[$option]} docs/pipeline/scaling.sh 10k
+  done
   picked=$(PYTHONPATH=. python3 docs/pipeline/pick_recipe.py lk-lambda vocab16k eagle31)
   RECIPE=$(echo $picked | tr ' ' +)
 fi
-if [ -z "${TRAIN_ARGS+set}" ]; then
-  TRAIN_ARGS=""
-  for option in ${RECIPE//+/ }; do TRAIN_ARGS+="${OPTIONS[$option]:?unknown recipe option $option} "; done
-fi
+[ -n "${TRAIN_ARGS+set}" ] || TRAIN_ARGS=$(recipe_args "$RECIPE") || exit 1
 echo "long run: the 20k and 40k stages keep the options: ${RECIPE:-none} ${TRAIN_ARGS}"
 RECIPE=$RECIPE TRAIN_ARGS=$TRAIN_ARGS docs/pipeline/scaling.sh 20k 40k
 PYTHONPATH=. python3 docs/pipeline/scaling_report.py
