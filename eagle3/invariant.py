@@ -293,9 +293,12 @@ def prepack_linears(model: torch.nn.Module, kind: type[PrepackedLinear] = Prepac
     changes), the row limits of its input width where `limits` gives some (an attribute, so
     that compiled graphs read no probe), and layers that read one input one product
     (SharedInput). The EAGLE-3 head takes PrepackedLinear: its drafts need speed, not
-    invariance."""
+    invariance. A model given its arithmetic before (then cast to another dtype, say) takes
+    the new one: its layers lose their packed weights, limits and groups first."""
     for module in model.modules():
-        if type(module) is torch.nn.Linear:
+        if type(module) in (torch.nn.Linear, PrepackedLinear, RowInvariantLinear):
+            for stale in ("_packed", "row_limits", "shared_input"):
+                module.__dict__.pop(stale, None)
             module.__class__ = kind
             if limits is not None and limits(module.in_features) is not None:
                 module.row_limits = limits(module.in_features)

@@ -18,13 +18,15 @@ def recording(weight: torch.Tensor, calls: list[int]):
 
 
 def test_products_are_split_to_max_rows_and_padded_to_min_rows():
-    weight, calls = torch.randn(3, 5), []
-    x = torch.randn(2, 9, 5)  # 18 rows: 8 + 8 + 2
+    generator = torch.Generator().manual_seed(0)
+    weight, calls = torch.randn(3, 5, generator=generator), []
+    x = torch.randn(2, 9, 5, generator=generator)  # 18 rows: 8 + 8 + 2
     out = by_rows(recording(weight, calls), x, RowLimits(min_rows=4, max_rows=8))
     assert calls == [8, 8, 4] and out.shape == (2, 9, 3)
-    assert torch.allclose(out, x @ weight.T)
+    # 8 and 18 rows may take different kernels: equal up to float32 rounding, not bit for bit
+    torch.testing.assert_close(out, x @ weight.T)
     calls.clear()
-    assert torch.allclose(by_rows(recording(weight, calls), x[0, :1], RowLimits(min_rows=2)), x[0, :1] @ weight.T)
+    torch.testing.assert_close(by_rows(recording(weight, calls), x[0, :1], RowLimits(min_rows=2)), x[0, :1] @ weight.T)
     assert calls == [2]  # one row, multiplied beside a zero row
 
 
