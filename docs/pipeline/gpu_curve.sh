@@ -40,9 +40,9 @@ run() {  # NAME: train, then (BENCH=1) measure
   mkdir -p "$dir/work"
   # shellcheck disable=SC2086  # extra is a list of arguments
   timeout --signal=INT "$train_seconds" python3 -m eagle3.train --target checkpoints/smollm2 \
-    --data "${parts[@]:0:$count}" --out "$dir/head" --work "$dir/work" --draft-vocab-size 6144 --ttt-steps 6 \
-    --epochs "${PASSES:-2}" --batch-size "${BATCH:-32}" --lr "${LR:-1e-3}" --warmup 30 --save-every 50 \
-    --save-dtype bfloat16 --max-length 768 --seed 0 ${MAX_STEPS:+--max-steps $MAX_STEPS} $extra > "$dir/train.log" 2>&1
+    --data "${parts[@]:0:$count}" --out "$dir/head" --work "$dir/work" "${HEAD_ARGS[@]}" \
+    --epochs "${PASSES:-2}" --batch-size "${BATCH:-32}" --lr "${LR:-1e-3}" --save-every 50 \
+    ${MAX_STEPS:+--max-steps $MAX_STEPS} $extra > "$dir/train.log" 2>&1
   local status=$?
   [ $status -eq 0 ] || echo "training exited with $status at $(date -u +%T)" > "$dir/stopped"
   [ "${BENCH:-0}" = 1 ] && [ -f "$dir/head/config.json" ] || return

@@ -22,7 +22,7 @@ RECIPE= TRAIN_ARGS= docs/pipeline/scaling.sh 10k
 RECIPE=${RECIPE-lk-lambda+eagle31}
 if [ "$RECIPE" = measure ]; then
   for option in lk-lambda vocab16k eagle31; do
-    RECIPE=$option TRAIN_ARGS=${OPTIONS[$option]} docs/pipeline/scaling.sh 10k
+    RECIPE=$option TRAIN_ARGS=$(recipe_args $option) docs/pipeline/scaling.sh 10k
   done
   picked=$(PYTHONPATH=. python3 docs/pipeline/pick_recipe.py lk-lambda vocab16k eagle31)
   RECIPE=$(echo $picked | tr ' ' +)

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# The long run's recipe options (sourced by long_run.sh and gpu_curve.sh): a name each, and the
-# eagle3.train arguments it adds to EAGLE-3's recipe. A recipe is options joined by +.
+# The long run's recipe (sourced by stage.sh, long_run.sh and gpu_curve.sh): the eagle3.train
+# arguments every head of it shares, then the options, a name each with the arguments it adds
+# to EAGLE-3's recipe. A recipe is options joined by +.
+HEAD_ARGS=(--draft-vocab-size 6144 --ttt-steps 6 --warmup 30 --save-dtype bfloat16 --max-length 768 --seed 0)
 declare -A OPTIONS=([lk-lambda]="--loss lk-lambda" [vocab16k]="--draft-vocab-size 16384" [eagle31]="--eagle-3.1")
 recipe_args() {  # RECIPE -> its eagle3.train arguments (none for the empty recipe: EAGLE-3's)
   local option args=""

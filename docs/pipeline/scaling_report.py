@@ -83,9 +83,7 @@ def training_rows(runs: str, last: int = 100) -> list[dict]:
         if not os.path.exists(path):
             continue
         with open(path, encoding="utf-8") as f:
-            # Logs from before the trainer dropped them (CsvLog.drop_after) repeat the steps a
-            # resumed run ran again after its last save: keep each step's last row.
-            log = list({int(r["step"]): r for r in csv.DictReader(f)}.values())
+            log = list(csv.DictReader(f))
         if not log:
             continue
         seconds = [float(r["seconds"]) for r in log if r.get("seconds")]

@@ -16,6 +16,7 @@
 # (eagle3.train --start-step); a report that exists is not measured again.
 cd "$(dirname "$0")/../.."
 export PYTHONPATH=.
+source docs/pipeline/recipes.sh
 name=$1 count=$2 init=${3:--}
 shift 3 2>/dev/null || shift $#
 dir=checkpoints/scaling/$name
@@ -35,8 +36,8 @@ elif [ ! -f "$dir/trained" ]; then
     echo "stage $name: no optimiser state here; going on from the committed head at step $start"
   fi
   train=(python3 -m eagle3.train --target checkpoints/smollm2 --data "${parts[@]}" --out "$head"
-    --work "$work" ${init:+--init "$init"} --start-step "$start" --draft-vocab-size 6144 --ttt-steps 6 --epochs "${PASSES:-2}"
-    --batch-size 8 --lr 8e-4 --warmup 30 --save-every 40 --save-dtype bfloat16 --max-length 768 --seed 0 "$@")
+    --work "$work" ${init:+--init "$init"} --start-step "$start" "${HEAD_ARGS[@]}" --epochs "${PASSES:-2}"
+    --batch-size 8 --lr 8e-4 --save-every 40 "$@")
   "${train[@]}" || exit 1
   # The marker records what made the head and where it finished (for its training.json).
   { echo "finished: $(date -u +%FT%TZ)"
