@@ -3,8 +3,8 @@
 # reply parts (docs/pipeline/reply_parts.sh: the first set's 5 parts, then the new ones in
 # order, 1,024 conversations a part, the last first-set part 274) for PASSES passes over all
 # of its data, starting from the stage before's head; every head is measured on the project's
-# chat set and on MT-bench (docs/pipeline/stage.sh). The 4k point is the shipped head
-# (checkpoints/smollm2-eagle3); the 10k stage trains a new head.
+# chat set and on MT-bench (docs/pipeline/stage.sh). The 4k point is the head shipped
+# until 2026-12-05 (checkpoints/scaling/4k/head); the 10k stage trains a new head.
 #   [RECIPE=name TRAIN_ARGS="eagle3.train arguments"] docs/pipeline/scaling.sh [STAGE ...]
 # (default stages: 10k 20k 40k). A RECIPE names a change to the training (TRAIN_ARGS, e.g.
 # "--loss lk-lambda" or "--eagle-3.1"): its stages are named 10k-RECIPE and so on, a curve of
@@ -27,5 +27,5 @@ for stage in "${stages[@]}"; do
   # shellcheck disable=SC2086  # TRAIN_ARGS is a list of arguments
   docs/pipeline/stage.sh "$stage$suffix" "${COUNT[$stage]}" "$init" ${TRAIN_ARGS:-} || exit 1
 done
-# The shipped head, measured after a trained one, so that the first hours train.
-docs/pipeline/stage.sh 4k measure checkpoints/smollm2-eagle3 || exit 1
+# The 4k head, measured after a trained one, so that the first hours train.
+docs/pipeline/stage.sh 4k measure checkpoints/scaling/4k/head || exit 1

@@ -45,7 +45,7 @@ def read_rows(runs: str) -> list[dict]:
                 report = json.load(f)
             summary, settings = report["summary"], report["settings"]
             hybrid = summary["drafters"]["hybrid"]
-            rows.append({"point": point, "recipe": recipe or "EAGLE-3", "conversations": POINTS[point], "set": name,
+            rows.append({"head": folder, "point": point, "recipe": recipe or "EAGLE-3", "conversations": POINTS[point], "set": name,
                          "eagle3_tau": summary["tau"], "hybrid_tau": hybrid["tau"],
                          "eagle3_speedup": summary["speedup"], "hybrid_speedup": hybrid["speedup"],
                          "plain_tokens_per_s": summary["plain_tokens_per_s"],
@@ -110,7 +110,7 @@ def figure(rows: list[dict]) -> go.Figure:
     fig = go.Figure()
     for name, label in SETS.items():
         for recipe in sorted({r["recipe"] for r in rows}):
-            # The 4k point (the shipped head, EAGLE-3's recipe) starts every recipe's curve.
+            # The 4k point (the first shipped head, EAGLE-3's recipe) starts every recipe's curve.
             chosen = [r for r in rows if r["set"] == name and (r["recipe"] == recipe or r["point"] == "4k")]
             for drafter, dash in (("eagle3", "solid"), ("hybrid", "dot")):
                 fig.add_trace(go.Scatter(x=[r["conversations"] for r in chosen], y=[r[f"{drafter}_tau"] for r in chosen],
