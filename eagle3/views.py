@@ -177,7 +177,7 @@ def summary_html(spec: list[RunView], plain: list[RunView], divergences: list[Di
     batch = [f"batch of {len(spec)}"] if len(spec) > 1 else []
     parts = batch + [f"new tokens {s.new_tokens}", rounds_text(s), f"tau {s.tau:.2f}",
                      f"nodes/round {s.nodes_per_round:.1f}", f"EAGLE-3 {s.tokens_per_s:.1f} tok/s"]
-    if not p.finished:  # "done." only at the very end
+    if not p.finished:  # "done." only once both decoders have finished
         return " | ".join(parts) + " | plain decoding…"
     parts += [f"plain {p.tokens_per_s:.1f} tok/s", f"speedup {s.tokens_per_s / max(p.tokens_per_s, 1e-9):.2f}x"]
     if divergences is not None:

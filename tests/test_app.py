@@ -101,7 +101,9 @@ def test_the_tree_and_charts_follow_at_most_figure_updates_per_s(monkeypatch):
 def test_a_batch_streams_its_rows_and_each_row_is_its_prompt_decoded_alone():
     prompts = ["What is a prime number?", "Name three rivers.", "What is 7 times 8?"]
     updates = list(app.batch(request("\n".join(prompts) + "\n\n", max_new_tokens=24, drafter="hybrid")))
-    assert len(updates) >= 2 and "plain decoding…" in updates[-2].batch_summary
+    # Plain decoding's part is announced while it runs (whether an update also falls after its last
+    # round, before the final one, depends on the pace of the machine)
+    assert len(updates) >= 2 and any("plain decoding…" in update.batch_summary for update in updates[:-1])
     final = updates[-1]
     assert final.batch_summary.startswith("batch of 3 | ") and "lossless: identical to plain decoding" in final.batch_summary
     rows = re.findall(r'<div class="tokens batch-reply">(.*?)</div></div>', final.batch_rows, flags=re.S)
