@@ -27,9 +27,9 @@ from transformers import AutoTokenizer
 from docs.pipeline.scaling_report import POINTS, SETS, read_rows, training_rows
 from eagle3.data import load_examples, read_jsonl
 from eagle3.gguf import dequantized, find_gguf
+from eagle3.train import parse_args
 
 SHIPPED = "checkpoints/smollm2-eagle3"
-TARGET = "checkpoints/smollm2"
 
 
 def read_marker(path: str) -> dict[str, str]:
@@ -38,18 +38,17 @@ def read_marker(path: str) -> dict[str, str]:
         return dict(line.rstrip("\n").split(": ", 1) for line in f if ": " in line)
 
 
-def data_parts(command: str) -> list[str]:
-    """The files after --data in an eagle3.train command line."""
+def trained_args(command: str):
+    """The arguments of the eagle3.train command line, read by the trainer's own parser (its
+    defaults included)."""
     words = shlex.split(command)
-    start = words.index("--data") + 1
-    end = next((i for i in range(start, len(words)) if words[i].startswith("--")), len(words))
-    return words[start:end]
+    return parse_args(words[words.index("eagle3.train") + 1:])
 
 
-def data_size(parts: list[str], max_length: int) -> dict:
+def data_size(target: str, parts: list[str], max_length: int) -> dict:
     """Conversations, replies and tokens of the reply parts, by the target's tokenizer and
     chat template, as eagle3.train encodes them (cut at max_length)."""
-    tokenizer = AutoTokenizer.from_pretrained(dequantized(find_gguf(TARGET)))
+    tokenizer = AutoTokenizer.from_pretrained(dequantized(find_gguf(target)))
     size = {"parts": len(parts), "conversations": 0, "replies": 0, "tokens": 0, "learned_tokens": 0}
     for part in tqdm(parts, desc="counting", unit="part"):
         records = read_jsonl(part)
@@ -82,19 +81,18 @@ def main(argv=None) -> int:
         print(f"error: {stage} has no finished training run (no {marker}); ship a trained head")
         return 2
     trained = read_marker(marker)
-    words = shlex.split(trained["command"])
-    max_length = int(words[words.index("--max-length") + 1]) if "--max-length" in words else 768
+    command = trained_args(trained["command"])
     log = next(row for row in training_rows(args.runs) if row["head"] == args.stage)
     point = args.stage.partition("-")[0]
     record = {
-        "target": f"{TARGET} (SmolLM2-135M-Instruct, Q4_1 GGUF dequantised)",
+        "target": f"{command.target} (SmolLM2-135M-Instruct, Q4_1 GGUF dequantised)",
         "summary": f"the long run's {args.stage} head (docs/training_pipeline.md, 'The long run'): "
                    f"{POINTS.get(point, 0):,} conversations answered by the target itself, trained online",
         "command": trained["command"],
         "finished": trained["finished"],
         "machine": f"{trained['cpu']} (the machine the run finished on)",
         "note": args.note,
-        "data": data_size(data_parts(trained["command"]), max_length),
+        "data": data_size(command.target, command.data, command.max_length),
         "training": {"steps": log["steps"], "passes": round(log["epoch"], 3), "hours": round(log["hours"], 2),
                      "acceptance_by_unrolled_step_last_100_steps": [round(a, 3) for a in log["accept"]]},
         "results": bench_results(args.runs, args.stage),

@@ -15,7 +15,7 @@ import math
 from tqdm import tqdm
 
 from eagle3 import GenerationConfig, HeadDrafter, TreeConfig, decode, load_head, load_target
-from eagle3.presets import SMOLLM2_HEAD
+from eagle3.presets import SMOLLM2, SMOLLM2_HEAD, SMOLLM2_TARGET
 from eagle3.prompts import first_per_category, prompt_ids, read_prompts
 
 
@@ -40,18 +40,17 @@ def calibration(target, head_dir: str, prompts: list[list[int]], tree: TreeConfi
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("heads", nargs="*", default=[SMOLLM2_HEAD])
-    parser.add_argument("--target", default="checkpoints/smollm2")
+    parser.add_argument("--target", default=SMOLLM2_TARGET)
     parser.add_argument("--prompts", default="assets/prompts/chat.jsonl")
     parser.add_argument("--per-category", type=int, default=1)
     args = parser.parse_args()
     target = load_target(args.target)
     records = first_per_category(read_prompts(args.prompts), args.per_category)
     prompts = [prompt_ids(record, target.tokenizer, chat=True) for record in records]
-    tree = TreeConfig(depth=4, top_k=4, total_tokens=16)  # the SmolLM2 preset's tree, at full size
     print("| head | depth | nodes | predicted acceptances | accepted | accepted / predicted |")
     print("| --- | --- | --- | --- | --- | --- |")
     for head_dir in args.heads:
-        for depth, (predicted, accepted, nodes) in calibration(target, head_dir, prompts, tree).items():
+        for depth, (predicted, accepted, nodes) in calibration(target, head_dir, prompts, SMOLLM2.tree).items():
             print(f"| {head_dir} | {depth} | {nodes} | {predicted:.1f} | {accepted:.0f} | {accepted / predicted:.2f} |")
 
 
