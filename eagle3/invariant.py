@@ -67,16 +67,17 @@ def invariant_attention(module, query, key, value, attention_mask, scaling, drop
     """query [B, H, q, D], key / value [B, H_kv, L, D], attention_mask additive [B, 1, q, L]
     or None. Returns ([B, q, H, D], None), as transformers' attention functions do."""
     b, heads, q, d = query.shape
-    dtype = query.dtype
     kv_heads, length = key.shape[1], key.shape[2]
-    # Grouped-query attention without copies: the query heads of one key head become rows.
-    query = query.reshape(b, kv_heads, heads // kv_heads * q, d).double()
-    scores = torch.matmul(query, key.double().transpose(2, 3)) * scaling  # [B, H_kv, groups * q, L]
+    # Grouped-query attention without copies: the query heads of one key head become rows of
+    # one batched product, on 3-D views (a 4-D matmul reshapes and expands at every call).
+    rows = query.to(torch.float64, memory_format=torch.contiguous_format).view(b * kv_heads, heads // kv_heads * q, d)
+    keys = key.to(torch.float64).reshape(b * kv_heads, length, d)  # views of a float64 cache's buffers
+    values = value.to(torch.float64).reshape(b * kv_heads, length, d)
+    scores = torch.bmm(rows, keys.transpose(1, 2)).mul_(scaling)  # [B * H_kv, groups * q, L]
     if attention_mask is not None:
         scores = (scores.view(b, heads, q, length) + attention_mask[..., :length]).view_as(scores)
-    weights = torch.softmax(scores, dim=-1)
-    out = torch.matmul(weights, value.double()).view(b, heads, q, d)
-    return out.to(dtype).transpose(1, 2).contiguous(), None
+    out = torch.bmm(torch.softmax(scores, dim=-1), values).view(b, heads, q, d)
+    return out.transpose(1, 2).to(query.dtype, memory_format=torch.contiguous_format), None
 
 
 AttentionInterface.register(NAME, invariant_attention)
@@ -175,7 +176,9 @@ class PackedWeights:
         self.layers, self._key = layers, None
 
     def product(self):
-        key = tuple((p.data_ptr(), p._version) for layer in self.layers for p in (layer.weight, layer.bias) if p is not None)
+        # Read at every call: through _parameters, a list, since Module.__getattr__ and a
+        # generator cost more than the check itself.
+        key = [(p.data_ptr(), p._version) for layer in self.layers for p in layer._parameters.values() if p is not None]
         if key != self._key:
             # One layer's weight is copied too: once, and the reorder copies it anyway.
             weight = torch.cat([layer.weight.detach() for layer in self.layers])
@@ -216,14 +219,17 @@ class PrepackedLinear(torch.nn.Linear):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         group = self.shared_input
         if prepackable(self.weight, group.elements if group is not None else self.weight.numel()):
-            if group is not None:
-                return group.output(self, x)
-            if "_packed" not in self.__dict__:  # made on first use: the class is swapped in, no __init__ runs
-                self._packed = PackedWeights([self])
-            return by_rows(self._packed.product(), x, self.row_limits)
+            return group.output(self, x) if group is not None else self.packed_product(x)
         if self.row_limits == ANY_ROWS:
             return F.linear(x, self.weight, self.bias)
         return by_rows(lambda rows: F.linear(rows, self.weight, self.bias), x, self.row_limits)
+
+    def packed_product(self, x: torch.Tensor) -> torch.Tensor:
+        """x [..., in] -> [..., out] on the packed weight, within the row limits (where
+        prepackable; eagle3.decoder_layer calls it without the module's call)."""
+        if "_packed" not in self.__dict__:  # made on first use: the class is swapped in, no __init__ runs
+            self._packed = PackedWeights([self])
+        return by_rows(self._packed.product(), x, self.row_limits)
 
 
 class RowInvariantLinear(PrepackedLinear):
@@ -256,6 +262,7 @@ class SharedInput:
         for member in members:
             edges.append(edges[-1] + member.out_features)
         self.columns = {id(member): slice(a, b) for member, a, b in zip(members, edges, edges[1:])}
+        self.widths = [member.out_features for member in members]
         self.elements = sum(member.weight.numel() for member in members)  # of the stacked weight
         self.weights = PackedWeights(members)
         self._input, self._waiting = None, []
@@ -263,7 +270,7 @@ class SharedInput:
     def output(self, member: PrepackedLinear, x: torch.Tensor) -> torch.Tensor:
         """x [..., in] -> member's x @ W.T + b [..., out], bits of the stacked product."""
         if not (x is self._input and id(member) in self._waiting):
-            self._output = by_rows(self.weights.product(), x, member.row_limits)
+            self._output = self.product(x)
             self._input = x
             self._waiting = [id(m) for m in self.members]
         self._waiting.remove(id(member))
@@ -271,6 +278,10 @@ class SharedInput:
         if not self._waiting:  # every member has its part: let the input and product go
             self._input = self._output = None
         return out
+
+    def product(self, x: torch.Tensor) -> torch.Tensor:
+        """x [..., in] -> every member's columns [..., sum of out], in the members' order."""
+        return by_rows(self.weights.product(), x, self.members[0].row_limits)
 
 
 def share_inputs(model: torch.nn.Module) -> None:

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import torch
-from transformers import LlamaConfig, LlamaForCausalLM, MistralConfig, MistralForCausalLM, PreTrainedTokenizerFast, Qwen3Config, Qwen3ForCausalLM
+from transformers import (LlamaConfig, LlamaForCausalLM, MistralConfig, MistralForCausalLM, PreTrainedTokenizerFast, Qwen2Config,
+                          Qwen2ForCausalLM, Qwen3Config, Qwen3ForCausalLM)
 
 from eagle3.head import Eagle3Config, Eagle3Head
 from eagle3.target import Target, set_arithmetic
@@ -19,6 +20,8 @@ def make_target(family: str = "llama", vocab_size: int = 32, seed: int = 0, eos:
     kwargs = {**COMMON, "vocab_size": vocab_size, "eos_token_id": eos, **overrides}
     if family == "llama":
         model = LlamaForCausalLM(LlamaConfig(**kwargs))
+    elif family == "qwen2":  # biases on q, k and v
+        model = Qwen2ForCausalLM(Qwen2Config(**kwargs))
     elif family == "qwen3":
         model = Qwen3ForCausalLM(Qwen3Config(head_dim=16, **kwargs))
     elif family == "mistral":

@@ -6,6 +6,7 @@ import pytest
 import torch
 
 from eagle3 import GenerationConfig, TreeConfig, collect, collect_rows, decode, drafter_named
+from eagle3.decoder_layer import use_lean_layers
 from eagle3.decoding import prefill
 from eagle3.invariant import NAME, PrepackedLinear, RowInvariantLinear, SharedInput, prepack_linears
 from eagle3.target import Target, exact_bf16, set_arithmetic
@@ -19,13 +20,15 @@ pytestmark = pytest.mark.skipif(not exact_bf16(torch.device("cpu")),
                                 reason="needs a CPU with exact bfloat16 (AMX or AVX-512 BF16)")
 
 
-def bf16_target(attention: str = "auto", seed: int = 0, **overrides) -> Target:
-    model = make_target("llama", vocab_size=64, seed=seed, logit_scale=4.0, **overrides).model.to(torch.bfloat16)
+def bf16_target(attention: str = "auto", seed: int = 0, family: str = "llama", **overrides) -> Target:
+    model = make_target(family, vocab_size=64, seed=seed, logit_scale=4.0, **overrides).model.to(torch.bfloat16)
     return Target(set_arithmetic(model, attention))
 
 
 def stock_linears(target: Target) -> Target:
-    """The control: the target with oneDNN's own choice of kernel for every product."""
+    """The control: the target with oneDNN's own choice of kernel for every product (through
+    transformers' own decoder layers, since the lean ones call the packed products)."""
+    use_lean_layers(target.model, False)
     for module in target.model.modules():
         if type(module) is RowInvariantLinear:
             module.__class__ = torch.nn.Linear
@@ -132,6 +135,37 @@ def test_layers_that_read_one_input_are_one_product():
         q(x)  # k and v now wait for x
         assert torch.equal(q(x + 1), alone(x + 1, q))  # q again, on another input
         assert torch.equal(k(x), alone(x, k))  # x is no longer held
+
+
+LEAN_FAMILIES = {"llama": {}, "qwen2": {}, "qwen3": {}, "mistral": {"sliding_window": 6}}
+
+
+@pytest.mark.parametrize("family", LEAN_FAMILIES)
+def test_lean_layers_compute_the_stock_layers_bits(family):
+    """eagle3.decoder_layer's forward gives, bit for bit, what transformers' own decoder layer
+    gives under the same arithmetic: a prefill, a verified tree, one-token steps, and
+    training's forward without a cache (its features and final states)."""
+    target = bf16_target(family=family, **LEAN_FAMILIES[family])
+    assert all("forward" in layer.__dict__ for layer in target.layers)
+    generator = torch.Generator().manual_seed(3)
+    prefix = torch.randint(0, target.vocab_size, (1, 40), generator=generator)
+    tree = random_tree(17, target.vocab_size, generator)
+    tokens, depths, ancestors = stack_trees([tree], target.device)
+
+    def run() -> list[torch.Tensor]:
+        cache = target.new_cache(128)
+        out = [target.forward(prefix, torch.arange(40)[None], cache, capture=True).logits]
+        positions = 40 + depths[0]
+        out.append(target.forward(tokens, positions[None], cache, attention_mask=target.tree_mask(40, positions, ancestors[0]),
+                                  capture=True).features)
+        cache.truncate(40)
+        out += [target.forward(torch.tensor([[token]]), torch.tensor([[40 + i]]), cache).logits for i, token in enumerate(tree.tokens[:3])]
+        return out + list(target.training_states(prefix))
+
+    lean = run()
+    use_lean_layers(target.model, False)
+    assert not any("forward" in layer.__dict__ for layer in target.layers)
+    assert all(torch.equal(a, b) for a, b in zip(lean, run(), strict=True))
 
 
 def test_layers_that_differ_are_not_grouped():

@@ -1,0 +1,96 @@
+"""The target's decoder layer under eagle3.invariant's arithmetic, in fewer dispatches.
+
+A one-token step of a small target is mostly fixed costs on a CPU: SmolLM2-135M runs 30
+layers of about 200 small ops each, and every op and every Python call between them costs
+microseconds whatever its size (docs/results.md). `lean_forward` computes, bit for bit,
+what transformers' Llama, Qwen2, Qwen3 and Mistral decoder layers compute with
+eagle3.invariant's attention and linear layers, with fewer of both:
+
+- the packed products called directly, without the linear modules' calls: q/k/v as one
+  stacked product and gate/up as another (eagle3.invariant.SharedInput), o and down alone;
+- q and k rotated as one tensor (rotary embedding is elementwise, so each element gets
+  the bits it gets alone);
+- the norms' float32 temporaries reused in place.
+
+`use_lean_layers` gives a model's decoder layers this forward (an instance attribute, so the
+module's call, its hooks and torch.compile still wrap it). Where the products are not
+prepacked (inside torch.compile, where a gradient is wanted, float16) it runs the stock
+layer.
+"""
+
+from __future__ import annotations
+
+import types
+
+import torch
+
+from eagle3.invariant import PrepackedLinear, SharedInput, invariant_attention, prepackable
+
+
+def rms_norm(norm: torch.nn.Module, hidden: torch.Tensor) -> torch.Tensor:
+    """transformers' RMSNorm bits (Llama's, Qwen's, Mistral's): float32 statistics, the
+    product rounded to the input dtype before the weight. hidden [..., D]."""
+    x = hidden.to(torch.float32, copy=True)
+    scale = x.square().mean(-1, keepdim=True).add_(norm.variance_epsilon).rsqrt_()
+    return norm.weight * x.mul_(scale).to(hidden.dtype)
+
+
+def rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    """transformers' rotary embedding, x * cos + rotate_half(x) * sin; x [B, n, heads, D],
+    cos / sin [B, n, 1, D]."""
+    half = x.shape[-1] // 2
+    return x * cos + torch.cat([-x[..., half:], x[..., :half]], -1) * sin
+
+
+def lean_forward(self, hidden_states: torch.Tensor, attention_mask=None, position_embeddings=None,
+                 past_key_values=None, **kwargs) -> torch.Tensor:
+    """The decoder layer's forward: hidden_states [B, n, hidden] -> [B, n, hidden]."""
+    attention, mlp = self.self_attn, self.mlp
+    qkv, gate_up = attention.q_proj.shared_input, mlp.gate_proj.shared_input
+    if position_embeddings is None or not prepackable(attention.q_proj.weight, qkv.elements):
+        return type(self).forward(self, hidden_states, attention_mask=attention_mask,
+                                  position_embeddings=position_embeddings, past_key_values=past_key_values, **kwargs)
+    b, n, _ = hidden_states.shape
+    d = attention.head_dim
+    heads, kv_heads = qkv.widths[0] // d, qkv.widths[1] // d
+
+    q, k, v = qkv.product(rms_norm(self.input_layernorm, hidden_states)).split(qkv.widths, -1)
+    if hasattr(attention, "q_norm"):  # Qwen3 normalises each head's query and key before rotating them
+        qk = torch.cat([rms_norm(attention.q_norm, q.view(b, n, heads, d)),
+                        rms_norm(attention.k_norm, k.view(b, n, kv_heads, d))], 2)
+    else:  # q and k are adjacent columns of the stacked product
+        qk = torch.cat([q, k], -1).view(b, n, heads + kv_heads, d)
+    cos, sin = position_embeddings  # [B, n, D]
+    qk = rotate(qk, cos[:, :, None], sin[:, :, None])
+    query, key = qk[:, :, :heads].transpose(1, 2), qk[:, :, heads:].transpose(1, 2)
+    value = v.view(b, n, kv_heads, d).transpose(1, 2)
+    if past_key_values is not None:
+        key, value = past_key_values.update(key, value, attention.layer_idx)
+    out, _ = invariant_attention(attention, query, key, value, attention_mask, attention.scaling)
+    hidden = hidden_states + attention.o_proj.packed_product(out.view(b, n, heads * d))
+
+    gate, up = gate_up.product(rms_norm(self.post_attention_layernorm, hidden)).split(gate_up.widths, -1)
+    return hidden + mlp.down_proj.packed_product(mlp.act_fn(gate) * up)
+
+
+def lean(layer: torch.nn.Module) -> bool:
+    """Whether lean_forward computes this layer's bits: a Llama-family layer whose q/k/v and
+    gate/up are grouped products (eagle3.invariant.share_inputs) and whose o and down are
+    prepacked linear layers."""
+    attention, mlp = getattr(layer, "self_attn", None), getattr(layer, "mlp", None)
+    if attention is None or mlp is None:
+        return False
+    qkv, gate_up = getattr(attention.q_proj, "shared_input", None), getattr(mlp.gate_proj, "shared_input", None)
+    return (isinstance(qkv, SharedInput) and qkv.members == [attention.q_proj, attention.k_proj, attention.v_proj]
+            and isinstance(gate_up, SharedInput) and gate_up.members == [mlp.gate_proj, mlp.up_proj]
+            and isinstance(attention.o_proj, PrepackedLinear) and isinstance(mlp.down_proj, PrepackedLinear)
+            and hasattr(layer, "input_layernorm") and hasattr(layer, "post_attention_layernorm"))
+
+
+def use_lean_layers(model: torch.nn.Module, enabled: bool = True) -> None:
+    """Give the model's decoder layers lean_forward where it computes their bits (enabled),
+    or their own forward back."""
+    for layer in getattr(getattr(model, "model", None), "layers", ()):
+        layer.__dict__.pop("forward", None)
+        if enabled and lean(layer):
+            layer.forward = types.MethodType(lean_forward, layer)
