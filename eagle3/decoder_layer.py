@@ -54,12 +54,11 @@ def lean_forward(self, hidden_states: torch.Tensor, attention_mask=None, positio
     d = attention.head_dim
     heads, kv_heads = qkv.widths[0] // d, qkv.widths[1] // d
 
-    q, k, v = qkv.product(rms_norm(self.input_layernorm, hidden_states)).split(qkv.widths, -1)
+    projected = qkv.product(rms_norm(self.input_layernorm, hidden_states))  # [B, n, (heads + 2 kv_heads) * D]
+    qk = projected[..., :(heads + kv_heads) * d].view(b, n, heads + kv_heads, d)  # q's columns, then k's
+    v = projected[..., (heads + kv_heads) * d:]
     if hasattr(attention, "q_norm"):  # Qwen3 normalises each head's query and key before rotating them
-        qk = torch.cat([rms_norm(attention.q_norm, q.view(b, n, heads, d)),
-                        rms_norm(attention.k_norm, k.view(b, n, kv_heads, d))], 2)
-    else:  # q and k are adjacent columns of the stacked product
-        qk = torch.cat([q, k], -1).view(b, n, heads + kv_heads, d)
+        qk = torch.cat([rms_norm(attention.q_norm, qk[:, :, :heads]), rms_norm(attention.k_norm, qk[:, :, heads:])], 2)
     cos, sin = position_embeddings  # [B, n, D]
     qk = rotate(qk, cos[:, :, None], sin[:, :, None])
     query, key = qk[:, :, :heads].transpose(1, 2), qk[:, :, heads:].transpose(1, 2)
