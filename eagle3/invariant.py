@@ -46,6 +46,7 @@ sits beside the model's own weights, which the state dict and training still rea
 from __future__ import annotations
 
 import functools
+import itertools
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -258,11 +259,9 @@ class SharedInput:
 
     def __init__(self, members: list[PrepackedLinear]):
         self.members = members
-        edges = [0]
-        for member in members:
-            edges.append(edges[-1] + member.out_features)
-        self.columns = {id(member): slice(a, b) for member, a, b in zip(members, edges, edges[1:])}
         self.widths = [member.out_features for member in members]
+        edges = [0, *itertools.accumulate(self.widths)]
+        self.columns = {id(member): slice(a, b) for member, a, b in zip(members, edges, edges[1:])}
         self.elements = sum(member.weight.numel() for member in members)  # of the stacked weight
         self.weights = PackedWeights(members)
         self._input, self._waiting = None, []
