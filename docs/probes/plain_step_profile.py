@@ -2,7 +2,10 @@
 decoder layers (forward hooks), and the ops themselves (torch.profiler self time), after a
 300-token prefill; then the ops by self time.
 
-    PYTHONPATH=. python docs/probes/plain_step_profile.py [--steps 40] [--dtype float32]
+    PYTHONPATH=. python docs/probes/plain_step_profile.py [--steps 40] [--dtype float32] [--threads N]
+
+(--threads: torch's intra-op threads, default torch's own; OpenMP's OMP_WAIT_POLICY, which
+says whether idle threads spin or sleep between the products, is read from the environment.)
 
 The wall time less the ops' self time is Python between the ops (the profiler adds a little
 of its own).
@@ -30,7 +33,10 @@ def main() -> None:
     parser.add_argument("--target", default="checkpoints/smollm2")
     parser.add_argument("--steps", type=int, default=40)
     parser.add_argument("--dtype", default="bfloat16", help="bfloat16 (with eagle3.invariant) or float32")
+    parser.add_argument("--threads", type=int, default=None)
     args = parser.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
     target = load_target(args.target, "cpu", args.dtype)
     cache = target.new_cache(CONTEXT + 2 * args.steps + 1)
     target.forward(torch.randint(0, 1000, (1, CONTEXT)), torch.arange(CONTEXT)[None], cache, logits_to_keep=1)
@@ -47,7 +53,8 @@ def main() -> None:
         step(target, cache)
         walls.append(time.perf_counter() - started)
     layers_ms = sum(layer_seconds) / args.steps * 1e3
-    print(f"step wall (median) {statistics.median(walls) * 1e3:.1f} ms, in the decoder layers {layers_ms:.1f} ms")
+    print(f"{torch.get_num_threads()} threads: step wall (median) {statistics.median(walls) * 1e3:.1f} ms, "
+          f"in the decoder layers {layers_ms:.1f} ms")
 
     with profile(activities=[ProfilerActivity.CPU]) as prof:
         for _ in range(args.steps):
