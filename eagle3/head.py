@@ -27,6 +27,7 @@ from transformers.models.llama.modeling_llama import LlamaMLP, LlamaRMSNorm, Lla
 from eagle3.kv_cache import PreallocatedLayer
 
 ARCHITECTURES = ("LlamaForCausalLMEagle3", "Eagle3LlamaForCausalLM", "LlamaForCausalLM")
+EAGLE31_NORMS = ("fc_norm", "norm_output")  # config.json's flags of an EAGLE 3.1 head (module docstring)
 
 
 def aux_layers_from_config(raw: dict) -> tuple[int, int, int] | None:
@@ -147,7 +148,7 @@ class Eagle3Config:
         fields = asdict(self)
         raw = dict(fields.pop("extra"))
         aux = fields.pop("aux_layer_ids")
-        for flag in ("fc_norm", "norm_output"):  # written only when set: EAGLE-3 heads keep their exact format
+        for flag in EAGLE31_NORMS:  # written only when set: EAGLE-3 heads keep their exact format
             if not fields[flag]:
                 del fields[flag]
         raw.update(fields)

@@ -28,6 +28,7 @@ tokenizer from a model directory: this command hands it the dequantised GGUF tar
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import shutil
@@ -39,6 +40,7 @@ from dataclasses import dataclass, field
 
 from eagle3.checkpoint import ROOT
 from eagle3.gguf import dequantized, find_gguf
+from eagle3.head import EAGLE31_NORMS
 from eagle3.stats import tokens_per_round, tokens_per_second
 from eagle3.target import cpu_info
 
@@ -235,8 +237,17 @@ def export_head(converter: str, head: str, target: str, out: str, outtype: str =
     if not os.path.isfile(converter):
         raise FileNotFoundError(f"--converter: {converter} is not a file (it is convert_hf_to_gguf.py in llama.cpp's "
                                 "source tree)")
-    if not os.path.isfile(os.path.join(head, "config.json")):
+    config = os.path.join(head, "config.json")
+    if not os.path.isfile(config):
         raise FileNotFoundError(f"--head: {head} holds no config.json")
+    with open(config, encoding="utf-8") as f:
+        raw = json.load(f)
+    eagle31 = [flag for flag in EAGLE31_NORMS if raw.get(flag)]
+    if eagle31:
+        # Its converter maps the EAGLE-3 tensors by name and has no place for these norms
+        # (its norm_before_fc is one norm over the fused features, not one per feature).
+        raise ValueError(f"--head: {head} is an EAGLE 3.1 head ({', '.join(eagle31)}), whose norms llama.cpp does "
+                         "not read; convert an EAGLE-3 head instead (checkpoints/scaling/10k/head is one)")
     gguf = find_gguf(target)
     if gguf is None:
         raise ValueError(f"--target: {target} is not a GGUF target")

@@ -158,3 +158,7 @@ def test_a_head_is_handed_to_llama_cpps_converter_with_the_dequantised_target(tm
     converter.write_text("import sys\nsys.exit('No module named sentencepiece')\n")
     with pytest.raises(ValueError, match="converter failed: No module named sentencepiece"):
         llamacpp.export_head(str(converter), str(tmp_path / "head"), str(tmp_path / "tiny.gguf"), str(out))
+    # An EAGLE 3.1 head's norms have no place in llama.cpp's GGUF: refused by name, before the converter runs.
+    (tmp_path / "head" / "config.json").write_text('{"fc_norm": true, "norm_output": true}')
+    with pytest.raises(ValueError, match="EAGLE 3.1 head \\(fc_norm, norm_output\\).*convert an EAGLE-3 head"):
+        llamacpp.export_head(str(converter), str(tmp_path / "head"), str(tmp_path / "tiny.gguf"), str(out))
