@@ -147,18 +147,23 @@ def system_chromium() -> str | None:
     return shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
 
 
-def write_pngs(report: dict, directory: str, scale: float = 1.5) -> list[str]:
-    """PNG images of the figures (plotly's kaleido export, with the system's chromium)."""
+def write_png(fig, path: str, scale: float = 1.5) -> None:
+    """A figure as a PNG image (plotly's kaleido export, with the system's chromium)."""
     import plotly.io as pio
 
     chromium = system_chromium()
     if chromium and not os.environ.get("BROWSER_PATH"):
         os.environ["BROWSER_PATH"] = chromium  # where kaleido looks for a browser
-    os.makedirs(directory, exist_ok=True)
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    pio.write_image(fig, path, scale=scale)
+
+
+def write_pngs(report: dict, directory: str, scale: float = 1.5) -> list[str]:
+    """PNG images of the report's figures, one per figure, in `directory`."""
     paths = []
     for name, fig in figures(report).items():
         paths.append(os.path.join(directory, f"{name}.png"))
-        pio.write_image(fig, paths[-1], scale=scale)
+        write_png(fig, paths[-1], scale)
     return paths
 
 

@@ -1,13 +1,15 @@
 """The scaling curve's table and Plotly figure, from the reports docs/pipeline/scaling.sh wrote.
 
     python docs/pipeline/scaling_report.py [--runs checkpoints/scaling] [--html docs/figures/scaling.html]
+        [--png docs/figures/scaling.png]
 
 Prints a Markdown table of the training runs (steps, hours, acceptance on the training
 batches), one of the benches (one row per point, recipe and prompt set: tau and speedup of
 EAGLE-3 and the hybrid, plain decoding's tokens/s, an EAGLE-3 round's draft and verification
 milliseconds, acceptance by draft position, the CPU and dtype it was measured on) and writes
 an HTML figure of tau against the number of training conversations (plotly.js from its CDN,
-to keep the file small). Points not measured yet are left out.
+to keep the file small) and the same figure as a PNG image (kaleido, with the system's
+chromium), which the docs show. Points not measured yet are left out.
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ import os
 import statistics
 
 import plotly.graph_objects as go
+
+from eagle3.report import write_png
 
 # Each point's training conversations: the first set's 4,370, then 1,024 a part (scaling.sh).
 POINTS = {"4k": 4370, "10k": 4370 + 6 * 1024, "20k": 4370 + 16 * 1024, "40k": 4370 + 37784}
@@ -115,10 +119,12 @@ def figure(rows: list[dict]) -> go.Figure:
             for drafter, dash in (("eagle3", "solid"), ("hybrid", "dot")):
                 fig.add_trace(go.Scatter(x=[r["conversations"] for r in chosen], y=[r[f"{drafter}_tau"] for r in chosen],
                                          mode="lines+markers", line={"dash": dash},
-                                         name=f"{'EAGLE-3' if drafter == 'eagle3' else 'hybrid'}, {label}, {recipe}"))
+                                         name=f"{'EAGLE-3' if drafter == 'eagle3' else 'hybrid'}, {label}, recipe: {recipe}"))
     fig.update_layout(title="SmolLM2-135M-Instruct's EAGLE-3 head: tau against training conversations",
-                      xaxis={"title": "training conversations", "type": "log"},
-                      yaxis={"title": "tau (tokens per round)"}, template="plotly_white")
+                      xaxis={"title": "training conversations", "type": "log", "tickvals": list(POINTS.values()),
+                             "ticktext": [f"{n:,}" for n in POINTS.values()]},
+                      yaxis={"title": "tau (tokens per round)"}, template="plotly_white",
+                      legend={"orientation": "h", "y": -0.2}, width=900, height=620)
     return fig
 
 
@@ -126,6 +132,7 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", default="checkpoints/scaling")
     parser.add_argument("--html", default="docs/figures/scaling.html")
+    parser.add_argument("--png", default="docs/figures/scaling.png")
     args = parser.parse_args(argv)
     rows, trained = read_rows(args.runs), training_rows(args.runs)
     if trained:
@@ -135,8 +142,10 @@ def main(argv=None) -> int:
         return 2
     print(markdown(rows))
     os.makedirs(os.path.dirname(os.path.abspath(args.html)), exist_ok=True)
-    figure(rows).write_html(args.html, include_plotlyjs="cdn")
-    print(f"wrote {args.html}")
+    fig = figure(rows)
+    fig.write_html(args.html, include_plotlyjs="cdn")
+    write_png(fig, args.png)
+    print(f"wrote {args.html} and {args.png}")
     return 0
 
 
