@@ -2,16 +2,19 @@
 of a one-token bfloat16 step (the stacked q/k/v, o, the stacked gate/up, down on its two
 padded rows where AVX-512 BF16 pads them, lm_head) on cold weights (cycling through one
 copy per layer, as a step does), through the decoders' kernel (oneDNN on a prepacked
-weight), transformers' stock `F.linear`, and aten's own `torch.mv`; beside the bandwidth of
-a plain `sum` over 256 MiB, the read the bandwidth ceiling of `eagle3.costs` stands for.
+weight), transformers' stock `F.linear`, and aten's own `torch.mv`; beside the read
+bandwidth the ceiling of `eagle3.costs` stands for (its `read_bandwidth_gb_s`: the best of 5
+float32 sums over 512 MiB).
 
-    python docs/probes/product_bandwidth.py [--threads 2]
+    PYTHONPATH=. python docs/probes/product_bandwidth.py [--threads 2]
 """
 
 import argparse
 import time
 
 import torch
+
+from eagle3.costs import read_bandwidth_gb_s
 
 LAYERS = 30
 SHAPES = {"q/k/v": (960, 576), "o": (576, 576), "gate/up": (3072, 576), "down": (576, 1536), "lm_head": (49152, 576)}
@@ -46,12 +49,7 @@ def main() -> None:
         seconds = {kernel: seconds_per_call(product, ws) for kernel, (product, ws) in kernels.items()}
         cells = [f"{kernel} {gigabytes / s:5.1f} ({1e6 * s:7.1f})" for kernel, s in seconds.items()]
         print(f"{name:8s} {gigabytes * 1e3:6.2f} MB, {len(rows)} row(s): " + "; ".join(cells))
-    data = torch.ones(256 * 2**20 // 2, dtype=torch.bfloat16)
-    data.sum()
-    started = time.perf_counter()
-    for _ in range(5):
-        data.sum()
-    print(f"sum over 256 MiB: {5 * data.numel() * 2 / 1e9 / (time.perf_counter() - started):.1f} GB/s")
+    print(f"read bandwidth (eagle3.costs): {read_bandwidth_gb_s(torch.device('cpu')):.1f} GB/s")
 
 
 if __name__ == "__main__":
