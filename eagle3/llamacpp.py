@@ -21,7 +21,7 @@ source tree; it needs `pip install sentencepiece`), which reads the target's con
 tokenizer from a model directory: this command hands it the dequantised GGUF target's.
 
     python -m eagle3.llamacpp --converter llama.cpp/convert_hf_to_gguf.py \\
-        --head checkpoints/smollm2-eagle3 --out runs/head.gguf
+        --head checkpoints/scaling/10k/head --out runs/head.gguf
     python -m eagle3.bench --llama-cpp-head runs/head.gguf
 """
 
@@ -39,6 +39,10 @@ import tempfile
 from dataclasses import dataclass, field
 
 from eagle3.checkpoint import ROOT
+
+# The newest plain EAGLE-3 head: the shipped head is EAGLE 3.1, whose norms llama.cpp's
+# converter has no place for.
+EAGLE3_HEAD = os.path.join(ROOT, "checkpoints", "scaling", "10k", "head")
 from eagle3.gguf import dequantized, find_gguf
 from eagle3.head import EAGLE31_NORMS
 from eagle3.stats import tokens_per_round, tokens_per_second
@@ -247,7 +251,7 @@ def export_head(converter: str, head: str, target: str, out: str, outtype: str =
         # Its converter maps the EAGLE-3 tensors by name and has no place for these norms
         # (its norm_before_fc is one norm over the fused features, not one per feature).
         raise ValueError(f"--head: {head} is an EAGLE 3.1 head ({', '.join(eagle31)}), whose norms llama.cpp does "
-                         "not read; convert an EAGLE-3 head instead (checkpoints/scaling/10k/head is one)")
+                         f"not read; convert an EAGLE-3 head instead ({os.path.relpath(EAGLE3_HEAD, ROOT)} is one)")
     gguf = find_gguf(target)
     if gguf is None:
         raise ValueError(f"--target: {target} is not a GGUF target")
@@ -261,7 +265,9 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m eagle3.llamacpp", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--converter", required=True, help="llama.cpp's convert_hf_to_gguf.py")
-    parser.add_argument("--head", default=os.path.join(ROOT, "checkpoints", "smollm2-eagle3"), help="the head to convert")
+    parser.add_argument("--head", default=EAGLE3_HEAD,
+                        help="the EAGLE-3 head to convert (default: the 10k head; the shipped head is EAGLE 3.1, "
+                             "which llama.cpp does not read)")
     parser.add_argument("--target", default=os.path.join(ROOT, "checkpoints", "smollm2"), help="its GGUF target")
     parser.add_argument("--out", required=True, help="the head's GGUF file")
     parser.add_argument("--outtype", default="bf16", help="the converter's --outtype (bf16, f16, f32, q8_0)")
