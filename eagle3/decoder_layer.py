@@ -12,19 +12,28 @@ eagle3.invariant's attention and linear layers, with fewer of both:
   the bits it gets alone);
 - the norms' float32 temporaries reused in place.
 
-`use_lean_layers` gives a model's decoder layers this forward (an instance attribute, so the
-module's call, its hooks and torch.compile still wrap it). Where the products are not
-prepacked (inside torch.compile, where a gradient is wanted, float16) it runs the stock
-layer.
+`native_forward` runs the same steps in C++ (eagle3/csrc/decoder_layer.cpp, built once per
+machine by eagle3.native): the same ATen ops in the same order, so the same bits, without the
+Python between them, which on a one-token step costs about a fifth of it. It is two calls a
+layer, so that whatever cache the model was given stores the keys and values in between.
+
+`use_lean_layers` gives a model's decoder layers one of these forwards (an instance
+attribute, so the module's call, its hooks and torch.compile still wrap it): the C++ one
+where it was built and fits the layer (a SiLU-gated MLP), else the Python one. Where the
+products are not prepacked (inside torch.compile, where a gradient is wanted, float16)
+either runs the stock layer.
 """
 
 from __future__ import annotations
 
+import functools
 import types
 
 import torch
+from transformers.activations import SiLUActivation
 
-from eagle3.invariant import PrepackedLinear, SharedInput, invariant_attention, prepackable
+from eagle3.invariant import PrepackedLinear, RowLimits, SharedInput, invariant_attention, prepackable
+from eagle3.native import layer_ops
 
 
 def rms_norm(norm: torch.nn.Module, hidden: torch.Tensor) -> torch.Tensor:
@@ -42,14 +51,27 @@ def rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tenso
     return x * cos + torch.cat([-x[..., half:], x[..., :half]], -1) * sin
 
 
-def lean_forward(self, hidden_states: torch.Tensor, attention_mask=None, position_embeddings=None,
-                 past_key_values=None, **kwargs) -> torch.Tensor:
+def stock_where_unpacked(forward):
+    """A lean forward that runs the layer's own forward where the products are not prepacked
+    (inside torch.compile, where a gradient is wanted, float16) or no rotary embedding is given."""
+    @functools.wraps(forward)
+    def layer_forward(self, hidden_states: torch.Tensor, attention_mask=None, position_embeddings=None,
+                      past_key_values=None, **kwargs) -> torch.Tensor:
+        qkv = self.self_attn.q_proj
+        if position_embeddings is None or not prepackable(qkv.weight, qkv.shared_input.elements):
+            return type(self).forward(self, hidden_states, attention_mask=attention_mask,
+                                      position_embeddings=position_embeddings, past_key_values=past_key_values,
+                                      **kwargs)
+        return forward(self, hidden_states, attention_mask, position_embeddings, past_key_values)
+    return layer_forward
+
+
+@stock_where_unpacked
+def lean_forward(self, hidden_states: torch.Tensor, attention_mask, position_embeddings,
+                 past_key_values) -> torch.Tensor:
     """The decoder layer's forward: hidden_states [B, n, hidden] -> [B, n, hidden]."""
     attention, mlp = self.self_attn, self.mlp
     qkv, gate_up = attention.q_proj.shared_input, mlp.gate_proj.shared_input
-    if position_embeddings is None or not prepackable(attention.q_proj.weight, qkv.elements):
-        return type(self).forward(self, hidden_states, attention_mask=attention_mask,
-                                  position_embeddings=position_embeddings, past_key_values=past_key_values, **kwargs)
     b, n, _ = hidden_states.shape
     d = attention.head_dim
     heads, kv_heads = qkv.widths[0] // d, qkv.widths[1] // d
@@ -72,6 +94,34 @@ def lean_forward(self, hidden_states: torch.Tensor, attention_mask=None, positio
     return hidden + mlp.down_proj.packed_product(mlp.act_fn(gate) * up)
 
 
+@stock_where_unpacked
+def native_forward(self, hidden_states: torch.Tensor, attention_mask, position_embeddings,
+                   past_key_values) -> torch.Tensor:
+    """lean_forward in C++: hidden_states [B, n, hidden] -> [B, n, hidden], the same bits."""
+    attention, mlp = self.self_attn, self.mlp
+    qkv, gate_up = attention.q_proj.shared_input, mlp.gate_proj.shared_input
+    ops, d = layer_ops(), attention.head_dim
+    q_norm, k_norm = getattr(attention, "q_norm", None), getattr(attention, "k_norm", None)
+    query, key, value = ops.attention_inputs(
+        hidden_states, self.input_layernorm.weight, self.input_layernorm.variance_epsilon, *qkv.weights.tensors(),
+        *rows(attention.q_proj.row_limits), qkv.widths[0] // d, qkv.widths[1] // d, d,
+        None if q_norm is None else q_norm.weight, None if k_norm is None else k_norm.weight,
+        getattr(q_norm, "variance_epsilon", 0.0), getattr(k_norm, "variance_epsilon", 0.0), *position_embeddings)
+    if past_key_values is not None:
+        key, value = past_key_values.update(key, value, attention.layer_idx)
+    norm = self.post_attention_layernorm
+    return ops.layer_output(
+        hidden_states, query, key, value, attention_mask, attention.scaling,
+        *attention.o_proj.packed_weights().tensors(), *rows(attention.o_proj.row_limits),
+        norm.weight, norm.variance_epsilon, *gate_up.weights.tensors(), *rows(mlp.gate_proj.row_limits),
+        gate_up.widths[0], *mlp.down_proj.packed_weights().tensors(), *rows(mlp.down_proj.row_limits))
+
+
+def rows(limits: RowLimits) -> tuple[int, int]:
+    """Row limits as the C++ layer takes them: (min_rows, max_rows), 0 for no maximum."""
+    return limits.min_rows, limits.max_rows or 0
+
+
 def lean(layer: torch.nn.Module) -> bool:
     """Whether lean_forward computes this layer's bits: a Llama-family layer whose q/k/v and
     gate/up are grouped products (eagle3.invariant.share_inputs) and whose o and down are
@@ -86,10 +136,23 @@ def lean(layer: torch.nn.Module) -> bool:
             and hasattr(layer, "input_layernorm") and hasattr(layer, "post_attention_layernorm"))
 
 
-def use_lean_layers(model: torch.nn.Module, enabled: bool = True) -> None:
-    """Give the model's decoder layers lean_forward where it computes their bits (enabled),
-    or their own forward back."""
+def native_fits(layer: torch.nn.Module) -> bool:
+    """Whether native_forward computes this lean layer's bits: its MLP is SiLU-gated (the C++
+    layer's one activation) and the C++ layer was built."""
+    return isinstance(layer.mlp.act_fn, (torch.nn.SiLU, SiLUActivation)) and layer_ops() is not None
+
+
+def use_lean_layers(model: torch.nn.Module, enabled: bool = True, native: bool = True) -> None:
+    """Give the model's decoder layers a lean forward where it computes their bits (enabled):
+    native_forward where it fits (and native), else lean_forward; or their own forward back."""
     for layer in getattr(getattr(model, "model", None), "layers", ()):
         layer.__dict__.pop("forward", None)
         if enabled and lean(layer):
-            layer.forward = types.MethodType(lean_forward, layer)
+            forward = native_forward if native and native_fits(layer) else lean_forward
+            layer.forward = types.MethodType(forward, layer)
+
+
+def forward_kind(layer: torch.nn.Module) -> str:
+    """Which forward a decoder layer runs: "C++" or "Python" (the lean ones), or "transformers"."""
+    forward = getattr(layer.__dict__.get("forward"), "__func__", None)
+    return {native_forward: "C++", lean_forward: "Python"}.get(forward, "transformers")

@@ -176,7 +176,9 @@ class PackedWeights:
     def __init__(self, layers: list[torch.nn.Linear]):
         self.layers, self._key = layers, None
 
-    def product(self):
+    def tensors(self) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """The packed weight and the stacked bias (None without one), packed again first if a
+        layer's weight or bias changed."""
         # Read at every call: through _parameters, a list, since Module.__getattr__ and a
         # generator cost more than the check itself.
         key = [(p.data_ptr(), p._version) for layer in self.layers for p in layer._parameters.values() if p is not None]
@@ -185,8 +187,13 @@ class PackedWeights:
             weight = torch.cat([layer.weight.detach() for layer in self.layers])
             bias = None if self.layers[0].bias is None else torch.cat([layer.bias.detach() for layer in self.layers])
             packed = torch.ops.mkldnn._reorder_linear_weight(weight, 1)
+            self._tensors = packed, bias
             self._product = lambda rows: torch.ops.mkldnn._linear_pointwise(rows, packed, bias, "none", [], "")
             self._key = key
+        return self._tensors
+
+    def product(self):
+        self.tensors()
         return self._product
 
 
@@ -228,9 +235,12 @@ class PrepackedLinear(torch.nn.Linear):
     def packed_product(self, x: torch.Tensor) -> torch.Tensor:
         """x [..., in] -> [..., out] on the packed weight, within the row limits (where
         prepackable; eagle3.decoder_layer calls it without the module's call)."""
+        return by_rows(self.packed_weights().product(), x, self.row_limits)
+
+    def packed_weights(self) -> PackedWeights:
         if "_packed" not in self.__dict__:  # made on first use: the class is swapped in, no __init__ runs
             self._packed = PackedWeights([self])
-        return by_rows(self._packed.product(), x, self.row_limits)
+        return self._packed
 
 
 class RowInvariantLinear(PrepackedLinear):

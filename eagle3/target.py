@@ -291,7 +291,7 @@ def set_arithmetic(model: PreTrainedModel, attention: str = "auto") -> PreTraine
     leaves the model's own. A CPU model's other linear layers multiply on oneDNN-prepacked
     weights where its dtype allows (eagle3.invariant.prepackable). With the invariant arithmetic
     the decoder layers run eagle3.decoder_layer's lean forward (the same bits in fewer
-    dispatches). Returns the model."""
+    dispatches; in C++ where it was built). Returns the model."""
     if attention == "auto" and wants_invariant_arithmetic(model.device, model.dtype):
         attention = INVARIANT_ATTENTION
     if attention != "auto":

@@ -6,9 +6,10 @@ import pytest
 import torch
 
 from eagle3 import GenerationConfig, TreeConfig, collect, collect_rows, decode, drafter_named
-from eagle3.decoder_layer import use_lean_layers
+from eagle3.decoder_layer import lean_forward, native_forward, use_lean_layers
 from eagle3.decoding import prefill
 from eagle3.invariant import NAME, PrepackedLinear, RowInvariantLinear, SharedInput, prepack_linears
+from eagle3.native import layer_ops
 from eagle3.target import Target, exact_bf16, set_arithmetic
 from eagle3.tree import DraftTree, stack_trees
 from tests.models import make_head, make_target
@@ -140,13 +141,20 @@ def test_layers_that_read_one_input_are_one_product():
 LEAN_FAMILIES = {"llama": {}, "qwen2": {}, "qwen3": {}, "mistral": {"sliding_window": 6}}
 
 
+@pytest.mark.parametrize("native", [
+    pytest.param(True, id="C++", marks=pytest.mark.skipif(layer_ops() is None, reason="eagle3.native needs a C++ "
+                                                                                    "compiler and ninja")),
+    pytest.param(False, id="Python")])
 @pytest.mark.parametrize("family", LEAN_FAMILIES)
-def test_lean_layers_compute_the_stock_layers_bits(family):
-    """eagle3.decoder_layer's forward gives, bit for bit, what transformers' own decoder layer
-    gives under the same arithmetic: a prefill, a verified tree, one-token steps, and
-    training's forward without a cache (its features and final states)."""
+def test_lean_layers_compute_the_stock_layers_bits(family, native):
+    """eagle3.decoder_layer's forwards, the C++ one and the Python one, give bit for bit what
+    transformers' own decoder layer gives under the same arithmetic: a prefill, a verified
+    tree, one-token steps, and training's forward without a cache (its features and final
+    states)."""
     target = bf16_target(family=family, **LEAN_FAMILIES[family])
-    assert all("forward" in layer.__dict__ for layer in target.layers)
+    use_lean_layers(target.model, native=native)
+    forward = native_forward if native else lean_forward
+    assert all(layer.__dict__["forward"].__func__ is forward for layer in target.layers)
     generator = torch.Generator().manual_seed(3)
     prefix = torch.randint(0, target.vocab_size, (1, 40), generator=generator)
     tree = random_tree(17, target.vocab_size, generator)

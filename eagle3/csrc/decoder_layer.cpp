@@ -1,0 +1,115 @@
+// eagle3.decoder_layer's lean forward in C++: the same ATen ops in the same order on the same
+// prepacked oneDNN weights, so the same bits, without Python between the ops (on a small
+// target's one-token step that Python costs about as much as the products' fixed costs).
+//
+// A layer is two calls, so that any transformers cache (eagle3.kv_cache's, a batch's, none)
+// stores the keys and values in between:
+//   attention_inputs: hidden [B, n, hidden] -> query [B, heads, n, D], key and value
+//                     [B, kv_heads, n, D] (normed, projected, q/k normed where the family
+//                     does, rotated);
+//   layer_output:     hidden, query and the cached keys and values [B, kv_heads, L, D] ->
+//                     the layer's output [B, n, hidden] (float64 attention, o, the MLP).
+// Each product is eagle3.invariant.by_rows over a weight prepacked by
+// torch.ops.mkldnn._reorder_linear_weight, within its row limits.
+
+#include <torch/extension.h>
+
+#include <ATen/core/dispatch/Dispatcher.h>
+
+using at::Tensor;
+using OptionalTensor = c10::optional<Tensor>;
+
+namespace {
+
+// torch.ops.mkldnn._linear_pointwise(rows, packed, bias, "none", [], "")
+Tensor packed_product(const Tensor& rows, const Tensor& packed, const OptionalTensor& bias) {
+  static const auto op = c10::Dispatcher::singleton().findSchemaOrThrow("mkldnn::_linear_pointwise", "");
+  std::vector<c10::IValue> stack{rows, packed, bias, std::string("none"), c10::List<c10::optional<at::Scalar>>(),
+                                 std::string("")};
+  op.callBoxed(&stack);
+  return stack[0].toTensor();
+}
+
+// eagle3.invariant.padded_product
+Tensor padded_product(const Tensor& rows, const Tensor& packed, const OptionalTensor& bias, int64_t min_rows) {
+  if (rows.size(0) >= min_rows) return packed_product(rows, packed, bias);
+  const auto padding = rows.new_zeros({min_rows - rows.size(0), rows.size(1)});
+  return packed_product(at::cat({rows, padding}), packed, bias).slice(0, 0, rows.size(0));
+}
+
+// eagle3.invariant.by_rows: x [..., in] -> [..., out], at most max_rows rows a product (0: any).
+Tensor by_rows(const Tensor& x, const Tensor& packed, const OptionalTensor& bias, int64_t min_rows, int64_t max_rows) {
+  const auto rows = x.reshape({-1, x.size(-1)});
+  Tensor out;
+  if (max_rows > 0 && rows.size(0) > max_rows) {
+    std::vector<Tensor> parts;
+    for (const auto& chunk : rows.split(max_rows)) parts.push_back(padded_product(chunk, packed, bias, min_rows));
+    out = at::cat(parts);
+  } else {
+    out = padded_product(rows, packed, bias, min_rows);
+  }
+  auto shape = x.sizes().vec();
+  shape.back() = out.size(-1);
+  return out.view(shape);
+}
+
+// eagle3.decoder_layer.rms_norm: float32 statistics, rounded to the input dtype before the weight.
+Tensor rms_norm(const Tensor& hidden, const Tensor& weight, double eps) {
+  auto x = hidden.to(at::kFloat, /*non_blocking=*/false, /*copy=*/true);
+  const auto scale = x.square().mean(-1, /*keepdim=*/true).add_(eps).rsqrt_();
+  return weight * x.mul_(scale).to(hidden.scalar_type());
+}
+
+// eagle3.decoder_layer.rotate: x [B, n, heads, D], cos / sin [B, n, 1, D].
+Tensor rotate(const Tensor& x, const Tensor& cos, const Tensor& sin) {
+  const int64_t half = x.size(-1) / 2;
+  return x * cos + at::cat({-x.slice(-1, half), x.slice(-1, 0, half)}, -1) * sin;
+}
+
+}  // namespace
+
+std::vector<Tensor> attention_inputs(const Tensor& hidden, const Tensor& norm, double eps, const Tensor& qkv,
+                                     const OptionalTensor& qkv_bias, int64_t min_rows, int64_t max_rows,
+                                     int64_t heads, int64_t kv_heads, int64_t head_dim, const OptionalTensor& q_norm,
+                                     const OptionalTensor& k_norm, double q_eps, double k_eps, const Tensor& cos,
+                                     const Tensor& sin) {
+  const int64_t b = hidden.size(0), n = hidden.size(1), d = head_dim;
+  const auto projected = by_rows(rms_norm(hidden, norm, eps), qkv, qkv_bias, min_rows, max_rows);
+  auto qk = projected.slice(-1, 0, (heads + kv_heads) * d).view({b, n, heads + kv_heads, d});  // q's, then k's
+  const auto v = projected.slice(-1, (heads + kv_heads) * d);
+  if (q_norm.has_value())  // Qwen3 normalises each head's query and key before rotating them
+    qk = at::cat({rms_norm(qk.slice(2, 0, heads), *q_norm, q_eps), rms_norm(qk.slice(2, heads), *k_norm, k_eps)}, 2);
+  qk = rotate(qk, cos.unsqueeze(2), sin.unsqueeze(2));
+  return {qk.slice(2, 0, heads).transpose(1, 2), qk.slice(2, heads).transpose(1, 2),
+          v.view({b, n, kv_heads, d}).transpose(1, 2)};
+}
+
+// eagle3.invariant.invariant_attention, then o, the residual and the MLP (SiLU-gated).
+Tensor layer_output(const Tensor& hidden, const Tensor& query, const Tensor& key, const Tensor& value,
+                    const OptionalTensor& mask, double scaling, const Tensor& o, const OptionalTensor& o_bias,
+                    int64_t o_min_rows, int64_t o_max_rows, const Tensor& norm, double eps, const Tensor& gate_up,
+                    const OptionalTensor& gate_up_bias, int64_t gate_up_min_rows, int64_t gate_up_max_rows,
+                    int64_t intermediate, const Tensor& down, const OptionalTensor& down_bias, int64_t down_min_rows,
+                    int64_t down_max_rows) {
+  const int64_t b = query.size(0), heads = query.size(1), q = query.size(2), d = query.size(3);
+  const int64_t kv_heads = key.size(1), length = key.size(2);
+  const auto rows = query.to(at::kDouble, false, false, at::MemoryFormat::Contiguous)
+                        .view({b * kv_heads, heads / kv_heads * q, d});
+  const auto keys = key.to(at::kDouble).reshape({b * kv_heads, length, d});
+  const auto values = value.to(at::kDouble).reshape({b * kv_heads, length, d});
+  auto scores = at::bmm(rows, keys.transpose(1, 2)).mul_(scaling);  // [B * kv_heads, groups * q, L]
+  if (mask.has_value()) scores = (scores.view({b, heads, q, length}) + mask->slice(-1, 0, length)).view_as(scores);
+  const auto attended = at::bmm(at::softmax(scores, -1), values)
+                            .view({b, heads, q, d})
+                            .transpose(1, 2)
+                            .to(query.scalar_type(), false, false, at::MemoryFormat::Contiguous);
+  const auto h = hidden + by_rows(attended.view({b, q, heads * d}), o, o_bias, o_min_rows, o_max_rows);
+  const auto gate_and_up = by_rows(rms_norm(h, norm, eps), gate_up, gate_up_bias, gate_up_min_rows, gate_up_max_rows)
+                               .split(intermediate, -1);
+  return h + by_rows(at::silu(gate_and_up[0]) * gate_and_up[1], down, down_bias, down_min_rows, down_max_rows);
+}
+
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
+  m.def("attention_inputs", &attention_inputs);
+  m.def("layer_output", &layer_output);
+}
