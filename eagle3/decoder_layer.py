@@ -14,7 +14,7 @@ eagle3.invariant's attention and linear layers, with fewer of both:
 
 `native_forward` runs the same steps in C++ (eagle3/csrc/decoder_layer.cpp, built once per
 machine by eagle3.native): the same ATen ops in the same order, so the same bits, without the
-Python between them, which on a one-token step costs about a fifth of it. It is two calls a
+Python between them, a large share of a small target's one-token step. It is two calls a
 layer, so that whatever cache the model was given stores the keys and values in between.
 
 `use_lean_layers` gives a model's decoder layers one of these forwards (an instance

@@ -39,14 +39,14 @@ import tempfile
 from dataclasses import dataclass, field
 
 from eagle3.checkpoint import ROOT
-
-# The newest plain EAGLE-3 head: the shipped head is EAGLE 3.1, whose norms llama.cpp's
-# converter has no place for.
-EAGLE3_HEAD = os.path.join(ROOT, "checkpoints", "scaling", "10k", "head")
 from eagle3.gguf import dequantized, find_gguf
 from eagle3.head import EAGLE31_NORMS
 from eagle3.stats import tokens_per_round, tokens_per_second
 from eagle3.target import cpu_info
+
+# The newest plain EAGLE-3 head: the shipped head is EAGLE 3.1, whose norms llama.cpp's
+# converter has no place for.
+EAGLE3_HEAD = os.path.join(ROOT, "checkpoints", "scaling", "10k", "head")
 
 END_OF_TEXT = " [end of text]"  # what llama-completion prints when the model ends its reply
 PLAIN_BINARY = "llama-completion"

@@ -1,6 +1,6 @@
 // eagle3.decoder_layer's lean forward in C++: the same ATen ops in the same order on the same
 // prepacked oneDNN weights, so the same bits, without Python between the ops (on a small
-// target's one-token step that Python costs about as much as the products' fixed costs).
+// target's one-token step a large share of its time).
 //
 // A layer is two calls, so that any transformers cache (eagle3.kv_cache's, a batch's, none)
 // stores the keys and values in between:
