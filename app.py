@@ -37,6 +37,7 @@ from eagle3 import GenerationConfig, SamplingConfig, TreeConfig, load_head, load
 from eagle3.adaptive import AdaptiveDepth
 from eagle3.batch import AUTO_MAX_SPECULATIVE_BATCH
 from eagle3.budget import NodeBudget, node_budget as budget_for
+from eagle3.decoder_layer import forward_kind
 from eagle3.decoding import decode
 from eagle3.drafters import SPECULATIVE_DRAFTERS, drafter_named
 from eagle3.exactness import Divergence, divergence
@@ -637,6 +638,12 @@ def page_event(run: Callable[[ChatRequest, str | None], Iterator[Update]], outpu
 # ---------------------------------------------------------------------------- layout
 
 
+def layer_note(target) -> str:
+    """Which of eagle3.decoder_layer's lean forwards the target's layers run, if one does."""
+    kind = forward_kind(target.layers[0])
+    return "" if kind == "transformers" else f", its decoder layers in {kind}"
+
+
 def example_prompts(count: int = 8) -> list[str]:
     """First turns of the chat evaluation set, one from each of its first categories."""
     records = read_prompts(os.path.join(ROOT, "assets", "prompts", "chat.jsonl"))
@@ -653,7 +660,8 @@ def build_demo(max_queue: int = 32) -> gr.Blocks:
         gr.Markdown("# EAGLE-3, live\nChat with a real model: each reply is decoded twice from the same "
                     "conversation, by speculative decoding with an EAGLE-3 draft head (left) and by plain decoding "
                     "(right), one after the other, each timed on its own compute: here "
-                    f"{device_name(target.device)}, the target in {str(target.dtype).removeprefix('torch.')}.",
+                    f"{device_name(target.device)}, the target in {str(target.dtype).removeprefix('torch.')}"
+                    f"{layer_note(target)}.",
                     elem_id="intro")
         gr.HTML(legend_html())
         # The components by name: ChatRequest's and PageUpdate's fields, and the page's buttons

@@ -11,6 +11,7 @@ import pytest
 import torch
 
 import app
+from eagle3.decoder_layer import forward_kind
 from eagle3.report import system_chromium
 from eagle3.target import device_name
 from tests.load import free_port, headless_page, start_app
@@ -72,6 +73,8 @@ def test_the_generate_event_takes_named_fields_and_sends_only_what_changes():
     demo = app.build_demo()
     intro = next(block.value for block in demo.blocks.values() if getattr(block, "elem_id", None) == "intro")
     assert f"here {device_name(torch.device('cpu'))}, the target in " in intro  # what the times were measured on
+    layers = forward_kind(app.MODELS.get(app.MODELS.first.name)[1].layers[0])
+    assert (f"its decoder layers in {layers}" in intro) == (layers != "transformers")
     event = next(fn for fn in demo.fns.values() if fn.api_name == "generate")
     names = {f.name for f in dataclasses.fields(app.ChatRequest)}
     assert set(event.input_keyword_names) == names  # by name, not by position
