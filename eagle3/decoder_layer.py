@@ -57,8 +57,8 @@ def stock_where_unpacked(forward):
     @functools.wraps(forward)
     def layer_forward(self, hidden_states: torch.Tensor, attention_mask=None, position_embeddings=None,
                       past_key_values=None, **kwargs) -> torch.Tensor:
-        qkv = self.self_attn.q_proj
-        if position_embeddings is None or not prepackable(qkv.weight, qkv.shared_input.elements):
+        q_proj = self.self_attn.q_proj  # its group's stacked q/k/v weight is what is packed
+        if position_embeddings is None or not prepackable(q_proj.weight, q_proj.shared_input.elements):
             return type(self).forward(self, hidden_states, attention_mask=attention_mask,
                                       position_embeddings=position_embeddings, past_key_values=past_key_values,
                                       **kwargs)
