@@ -11,11 +11,14 @@ logit differences of 0.5 over 30 layers, enough to flip an argmax now and then.
 Two kernels depend on the shape of the call, measured with oneDNN on AMX and on AVX-512 BF16:
 - Attention sums over keys in blocks and vector lanes, so its rounding depends on the number
   of queries, on how far the key axis runs past a query under the mask, and, in a tree, on
-  where a node's ancestors sit among its siblings. `invariant_attention` does the arithmetic
-  in float64: bfloat16 products are exact there, sums of them in any order agree to about
-  1e-16, and the rounding back to bfloat16 (steps of about 4e-3) erases that. Keys and
-  values are stored in float64 by the cache (`cache_dtype`), converted once when written;
-  on the 135M default target this costs no more than transformers' `sdpa` (README).
+  where a node's ancestors sit among its siblings. `invariant_attention` runs
+  eagle3/csrc/attention.cpp (built by eagle3.native), which skips the masked keys and sums
+  over the kept ones in float32 in one fixed order, so a row's bits depend on nothing but its
+  own query, keys and values: exact by construction. Where the C++ cannot be built, it does
+  the arithmetic in float64 instead: bfloat16 products are exact there, sums of them in any
+  order agree to about 1e-16, and the rounding back to bfloat16 (steps of about 4e-3) erases
+  that. Either way the cache stores keys and values in the dtype the attention reads
+  (`cache_dtype`), converted once, when written.
 - Linear layers. On AMX each row gets the bits of a one-row product up to 32 rows per
   matrix product; from 33 rows on oneDNN switches kernels and rows round differently (every
   SmolLM2 shape, 1 and 2 threads). A 16-node tree stays under that, but a batch of trees or
@@ -55,6 +58,8 @@ import torch.nn.functional as F
 from transformers import AttentionInterface, AttentionMaskInterface
 from transformers.masking_utils import eager_mask
 
+from eagle3.native import layer_ops
+
 NAME = "eagle3_invariant"
 GEMM_ROWS = 32  # the most rows oneDNN multiplies with one-row bits (above)
 PREPACKED_DTYPES = (torch.bfloat16, torch.float32)
@@ -66,7 +71,11 @@ FLOAT32_PREPACKED_ELEMENTS = 2**20
 
 def invariant_attention(module, query, key, value, attention_mask, scaling, dropout=0.0, **kwargs):
     """query [B, H, q, D], key / value [B, H_kv, L, D], attention_mask additive [B, 1, q, L]
-    or None. Returns ([B, q, H, D], None), as transformers' attention functions do."""
+    (0 where a key is kept) or None. Returns ([B, q, H, D], None), as transformers' attention
+    functions do."""
+    ops = layer_ops()
+    if ops is not None:
+        return ops.attention(query, key, value, attention_mask, scaling), None
     b, heads, q, d = query.shape
     kv_heads, length = key.shape[1], key.shape[2]
     # Grouped-query attention without copies: the query heads of one key head become rows of
@@ -332,9 +341,13 @@ def make_row_invariant(model: torch.nn.Module) -> None:
 
 
 def cache_dtype(model) -> torch.dtype | None:
-    """float64 keys and values for a model with this attention (converted once, when
-    written, instead of the whole cache at every layer of every step); else None."""
-    return torch.float64 if model.config._attn_implementation == NAME else None
+    """The dtype this attention reads keys and values in, so the cache stores them that way
+    (converted once, when written, instead of the whole cache at every layer of every step):
+    float32 for the C++ attention, float64 for the Python one; None (the model's dtype) for
+    any other attention."""
+    if model.config._attn_implementation != NAME:
+        return None
+    return torch.float64 if layer_ops() is None else torch.float32
 
 
 def wants_invariant_arithmetic(device: torch.device, dtype: torch.dtype) -> bool:

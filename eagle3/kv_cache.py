@@ -84,7 +84,7 @@ class PreallocatedLayer(DynamicLayer):
 
 class KVCache(Cache):
     """A transformers Cache of `num_layers` preallocated layers holding up to `capacity`
-    positions, stored in `dtype` (default: the model's; see eagle3.invariant for float64)."""
+    positions, stored in `dtype` (default: the model's; eagle3.invariant.cache_dtype gives its attention's)."""
 
     def __init__(self, num_layers: int, capacity: int, dtype: torch.dtype | None = None):
         super().__init__(layers=[PreallocatedLayer(capacity, dtype, self, i) for i in range(num_layers)])

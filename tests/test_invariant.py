@@ -186,8 +186,28 @@ def test_layers_that_differ_are_not_grouped():
     assert module.q_proj.shared_input is None and module.gate_proj.shared_input is module.up_proj.shared_input
 
 
+@pytest.fixture(params=["C++", "float64"])
+def attention_kind(request, monkeypatch):
+    """Each of eagle3.invariant's attentions: the C++ one (float32 in a fixed order), and the
+    float64 one that runs where the C++ cannot be built."""
+    if request.param == "C++" and layer_ops() is None:
+        pytest.skip("eagle3.native needs a C++ compiler and ninja")
+    if request.param == "float64":
+        monkeypatch.setenv("EAGLE3_NATIVE", "0")
+        layer_ops.cache_clear()
+    yield request.param
+    layer_ops.cache_clear()
+
+
+def test_the_cache_stores_what_the_attention_reads(attention_kind):
+    target = bf16_target()
+    cache = target.new_cache(8)
+    target.forward(torch.tensor([[1, 2]]), torch.arange(2)[None], cache)
+    assert cache.storage.dtype == {"C++": torch.float32, "float64": torch.float64}[attention_kind]
+
+
 @pytest.mark.parametrize("widths", ["small", "SmolLM2's"])
-def test_tree_verification_is_bitwise_one_token_steps(widths):
+def test_tree_verification_is_bitwise_one_token_steps(widths, attention_kind):
     """At SmolLM2's widths too: its down projection's one-row products are the ones that
     AVX-512 BF16 pads."""
     target = bf16_target(**(WIDE if widths == "SmolLM2's" else {}))
@@ -203,7 +223,7 @@ def test_stock_attention_is_not(attention):
     assert not all(tree_matches_steps(target, seed) for seed in range(8))
 
 
-def test_bf16_greedy_speculative_equals_plain():
+def test_bf16_greedy_speculative_equals_plain(attention_kind):
     target = bf16_target()
     head = make_head(target, draft_vocab_size=48).to(torch.bfloat16)
     generator = torch.Generator().manual_seed(3)
@@ -221,7 +241,7 @@ def test_bf16_greedy_speculative_equals_plain():
 WIDE = dict(hidden_size=576, intermediate_size=1536, num_attention_heads=9, num_key_value_heads=3)
 
 
-def test_a_batch_gives_each_row_its_logits_alone():
+def test_a_batch_gives_each_row_its_logits_alone(attention_kind):
     target = bf16_target(**WIDE)
     assert all(batch_matches_rows_alone(target, seed) for seed in range(4))
 

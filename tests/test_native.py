@@ -1,6 +1,6 @@
-"""eagle3.native: where the C++ decoder layer cannot be built, it says why once and the
-Python layer runs; EAGLE3_NATIVE=0 leaves it unbuilt. (That the C++ layer computes the
-Python layer's bits is tests/test_invariant.py's.)"""
+"""eagle3.native: where the C++ decoder layer and attention cannot be built, it says why once
+and the Python ones run; EAGLE3_NATIVE=0 leaves them unbuilt. (That the C++ layer computes
+the Python layer's bits is tests/test_invariant.py's, the attention's tests/test_attention.py's.)"""
 
 import torch.utils.cpp_extension
 
@@ -12,6 +12,7 @@ def test_a_failed_build_is_named_and_leaves_the_python_layer(monkeypatch, capsys
         raise RuntimeError("Error building extension 'eagle3_decoder_layer': c++: not found\nmore output")
 
     monkeypatch.setattr(torch.utils.cpp_extension, "load", no_compiler)
+    monkeypatch.delenv("EAGLE3_NATIVE", raising=False)
     native.layer_ops.cache_clear()
     try:
         assert native.layer_ops() is None

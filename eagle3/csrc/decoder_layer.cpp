@@ -68,6 +68,9 @@ Tensor rotate(const Tensor& x, const Tensor& cos, const Tensor& sin) {
 
 }  // namespace
 
+Tensor exact_attention(const Tensor& query, const Tensor& key, const Tensor& value, const OptionalTensor& mask,
+                       double scaling);  // attention.cpp
+
 std::vector<Tensor> attention_inputs(const Tensor& hidden, const Tensor& norm, double eps, const Tensor& qkv,
                                      const OptionalTensor& qkv_bias, int64_t min_rows, int64_t max_rows,
                                      int64_t heads, int64_t kv_heads, int64_t head_dim, const OptionalTensor& q_norm,
@@ -84,7 +87,7 @@ std::vector<Tensor> attention_inputs(const Tensor& hidden, const Tensor& norm, d
           v.view({b, n, kv_heads, d}).transpose(1, 2)};
 }
 
-// eagle3.invariant.invariant_attention, then o, the residual and the MLP (SiLU-gated).
+// eagle3/csrc/attention.cpp, then o, the residual and the MLP (SiLU-gated).
 Tensor layer_output(const Tensor& hidden, const Tensor& query, const Tensor& key, const Tensor& value,
                     const OptionalTensor& mask, double scaling, const Tensor& o, const OptionalTensor& o_bias,
                     int64_t o_min_rows, int64_t o_max_rows, const Tensor& norm, double eps, const Tensor& gate_up,
@@ -92,17 +95,7 @@ Tensor layer_output(const Tensor& hidden, const Tensor& query, const Tensor& key
                     int64_t intermediate, const Tensor& down, const OptionalTensor& down_bias, int64_t down_min_rows,
                     int64_t down_max_rows) {
   const int64_t b = query.size(0), heads = query.size(1), q = query.size(2), d = query.size(3);
-  const int64_t kv_heads = key.size(1), length = key.size(2);
-  const auto rows = query.to(at::kDouble, false, false, at::MemoryFormat::Contiguous)
-                        .view({b * kv_heads, heads / kv_heads * q, d});
-  const auto keys = key.to(at::kDouble).reshape({b * kv_heads, length, d});
-  const auto values = value.to(at::kDouble).reshape({b * kv_heads, length, d});
-  auto scores = at::bmm(rows, keys.transpose(1, 2)).mul_(scaling);  // [B * kv_heads, groups * q, L]
-  if (mask.has_value()) scores = (scores.view({b, heads, q, length}) + mask->slice(-1, 0, length)).view_as(scores);
-  const auto attended = at::bmm(at::softmax(scores, -1), values)
-                            .view({b, heads, q, d})
-                            .transpose(1, 2)
-                            .to(query.scalar_type(), false, false, at::MemoryFormat::Contiguous);
+  const auto attended = exact_attention(query, key, value, mask, scaling);  // [B, q, heads, D]
   const auto h = hidden + by_rows(attended.view({b, q, heads * d}), o, o_bias, o_min_rows, o_max_rows);
   const auto gate_and_up = by_rows(rms_norm(h, norm, eps), gate_up, gate_up_bias, gate_up_min_rows, gate_up_max_rows)
                                .split(intermediate, -1);
@@ -112,4 +105,5 @@ Tensor layer_output(const Tensor& hidden, const Tensor& query, const Tensor& key
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("attention_inputs", &attention_inputs);
   m.def("layer_output", &layer_output);
+  m.def("attention", &exact_attention);
 }
