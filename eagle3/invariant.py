@@ -72,10 +72,15 @@ FLOAT32_PREPACKED_ELEMENTS = 2**20
 def invariant_attention(module, query, key, value, attention_mask, scaling, dropout=0.0, **kwargs):
     """query [B, H, q, D], key / value [B, H_kv, L, D], attention_mask additive [B, 1, q, L]
     (0 where a key is kept) or None. Returns ([B, q, H, D], None), as transformers' attention
-    functions do."""
+    functions do: the C++ attention's, else float64_attention's."""
     ops = layer_ops()
     if ops is not None:
         return ops.attention(query, key, value, attention_mask, scaling), None
+    return float64_attention(query, key, value, attention_mask, scaling), None
+
+
+def float64_attention(query, key, value, attention_mask, scaling) -> torch.Tensor:
+    """invariant_attention where the C++ cannot be built: the same arguments -> [B, q, H, D]."""
     b, heads, q, d = query.shape
     kv_heads, length = key.shape[1], key.shape[2]
     # Grouped-query attention without copies: the query heads of one key head become rows of
@@ -87,7 +92,7 @@ def invariant_attention(module, query, key, value, attention_mask, scaling, drop
     if attention_mask is not None:
         scores = (scores.view(b, heads, q, length) + attention_mask[..., :length]).view_as(scores)
     out = torch.bmm(torch.softmax(scores, dim=-1), values).view(b, heads, q, d)
-    return out.transpose(1, 2).to(query.dtype, memory_format=torch.contiguous_format), None
+    return out.transpose(1, 2).to(query.dtype, memory_format=torch.contiguous_format)
 
 
 AttentionInterface.register(NAME, invariant_attention)
