@@ -67,10 +67,13 @@ def test_a_row_that_keeps_no_key_is_zeros():
     assert torch.equal(out[0, 1], torch.zeros_like(out[0, 1])) and out[0, 0].abs().sum() > 0
 
 
-def test_a_mask_of_the_wrong_shape_is_named():
+def test_what_it_cannot_take_is_named():
     query, key, value = random_inputs(torch.Generator().manual_seed(4))
     with pytest.raises(RuntimeError, match="a mask of shape"):
         attention(query, key, value, torch.zeros(2, 1, 3, 40))
+    query, key, value = random_inputs(torch.Generator().manual_seed(4), dim=272)
+    with pytest.raises(RuntimeError, match="head dimension 272 is over 256"):
+        attention(query, key, value)
 
 
 def test_transformers_calls_it():

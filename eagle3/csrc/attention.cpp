@@ -109,7 +109,6 @@ void attend_position(const float* const* q_rows, float* const* out_rows, int64_t
                      const float* k_head, int64_t k_stride, const float* v_head, int64_t v_stride,
                      const int64_t* kept, int64_t n, int64_t d, Floats* scores, Floats* sums) {
   const int64_t chunks = CHUNKS ? CHUNKS : (d + LANES - 1) / LANES, vectors = (n + LANES - 1) / LANES;
-  TORCH_CHECK(chunks <= MAX_CHUNKS, "attention: head dimension ", d, " is over ", MAX_CHUNKS * LANES);
   auto width = [d](int64_t part) { return CHUNKS ? LANES : std::min(LANES, d - part * LANES); };
   // Each head's scores of the kept keys, in the order they are kept: score c in lane c % 16
   // of its scores[c / 16].
@@ -238,6 +237,8 @@ Tensor exact_attention(const Tensor& query, const Tensor& key, const Tensor& val
   TORCH_CHECK(query.dim() == 4 && key.dim() == 4 && value.dim() == 4, "attention: query, key and value must be 4-D");
   TORCH_CHECK(query.size(1) % key.size(1) == 0, "attention: ", query.size(1), " query heads for ", key.size(1),
               " key heads");
+  TORCH_CHECK(query.size(3) <= MAX_CHUNKS * LANES, "attention: head dimension ", query.size(3), " is over ",
+              MAX_CHUNKS * LANES);
   Tensor keep;  // [B or 1, 1, q, L] bool
   if (mask.has_value() && mask->defined()) {
     keep = mask->slice(-1, 0, key.size(2)).eq(0);
