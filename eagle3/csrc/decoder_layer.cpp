@@ -1,6 +1,8 @@
-// eagle3.decoder_layer's lean forward in C++: the same ATen ops in the same order on the same
-// prepacked oneDNN weights, so the same bits, without Python between the ops (on a small
-// target's one-token step a large share of its time).
+// eagle3.decoder_layer's lean forward in C++: the same arithmetic in the same order on the
+// same prepacked oneDNN weights, so the same bits, without Python between the ops (on a small
+// target's one-token step a large share of its time). In bfloat16 the norms and the rotation
+// are loops that round where the ATen ops they replace round (their one reduction, the norm's
+// mean, is still ATen's), so a layer dispatches fewer ops.
 //
 // A layer is two calls, so that any transformers cache (eagle3.kv_cache's, a batch's, none)
 // stores the keys and values in between:
@@ -8,7 +10,7 @@
 //                     [B, kv_heads, n, D] (normed, projected, q/k normed where the family
 //                     does, rotated);
 //   layer_output:     hidden, query and the cached keys and values [B, kv_heads, L, D] ->
-//                     the layer's output [B, n, hidden] (float64 attention, o, the MLP).
+//                     the layer's output [B, n, hidden] (attention.cpp's attention, o, the MLP).
 // Each product is eagle3.invariant.by_rows over a weight prepacked by
 // torch.ops.mkldnn._reorder_linear_weight, within its row limits.
 
@@ -53,17 +55,78 @@ Tensor by_rows(const Tensor& x, const Tensor& packed, const OptionalTensor& bias
   return out.view(shape);
 }
 
-// eagle3.decoder_layer.rms_norm: float32 statistics, rounded to the input dtype before the weight.
-Tensor rms_norm(const Tensor& hidden, const Tensor& weight, double eps) {
+// eagle3.decoder_layer.rms_norm: float32 statistics, rounded to the input dtype before the
+// weight. hidden [..., D], weight [D].
+Tensor rms_norm_ops(const Tensor& hidden, const Tensor& weight, double eps) {
   auto x = hidden.to(at::kFloat, /*non_blocking=*/false, /*copy=*/true);
   const auto scale = x.square().mean(-1, /*keepdim=*/true).add_(eps).rsqrt_();
   return weight * x.mul_(scale).to(hidden.scalar_type());
 }
 
-// eagle3.decoder_layer.rotate: x [B, n, heads, D], cos / sin [B, n, 1, D].
-Tensor rotate(const Tensor& x, const Tensor& cos, const Tensor& sin) {
+// The same bits for bfloat16 in two loops and one ATen op: the mean is ATen's (its sum's
+// order is ATen's own); every other step is elementwise and rounds where the op it replaces
+// rounds (a bfloat16 product or sum is the float32 one rounded to nearest even; each
+// rounding is a call, so no compiler contracts a product into a sum across it).
+Tensor rms_norm(const Tensor& hidden, const Tensor& weight, double eps) {
+  using at::BFloat16;
+  if (hidden.scalar_type() != at::kBFloat16 || weight.scalar_type() != at::kBFloat16)
+    return rms_norm_ops(hidden, weight, eps);
+  const auto x = hidden.contiguous();
+  const int64_t d = x.size(-1), rows = x.numel() / d;
+  auto squares = at::empty({rows, d}, x.options().dtype(at::kFloat));
+  const BFloat16* in = x.data_ptr<BFloat16>();
+  float* square = squares.data_ptr<float>();
+  for (int64_t i = 0; i < rows * d; ++i) square[i] = static_cast<float>(in[i]) * static_cast<float>(in[i]);
+  const auto means = at::mean(squares, -1);
+  const float* mean = means.data_ptr<float>();
+  const auto w = weight.contiguous();
+  const BFloat16* scale_by = w.data_ptr<BFloat16>();
+  auto out = at::empty_like(x);
+  BFloat16* normed = out.data_ptr<BFloat16>();
+  for (int64_t r = 0; r < rows; ++r) {
+    const float scale = 1.0f / std::sqrt(mean[r] + static_cast<float>(eps));
+    for (int64_t c = 0; c < d; ++c) {
+      const BFloat16 rounded(static_cast<float>(in[r * d + c]) * scale);
+      normed[r * d + c] = BFloat16(static_cast<float>(scale_by[c]) * static_cast<float>(rounded));
+    }
+  }
+  return out;
+}
+
+// eagle3.decoder_layer.rotate: x [B, n, heads, D], cos / sin [B, n, D] ->
+// x * cos + rotate_half(x) * sin.
+Tensor rotate_ops(const Tensor& x, const Tensor& cos, const Tensor& sin) {
   const int64_t half = x.size(-1) / 2;
-  return x * cos + at::cat({-x.slice(-1, half), x.slice(-1, 0, half)}, -1) * sin;
+  return x * cos.unsqueeze(2) + at::cat({-x.slice(-1, half), x.slice(-1, 0, half)}, -1) * sin.unsqueeze(2);
+}
+
+// The same bits for bfloat16 in one pass (contiguous out), each product and the sum rounded
+// as the three ATen ops round them.
+Tensor rotate(const Tensor& x, const Tensor& cos, const Tensor& sin) {
+  using at::BFloat16;
+  if (x.scalar_type() != at::kBFloat16 || cos.scalar_type() != at::kBFloat16 || sin.scalar_type() != at::kBFloat16 ||
+      x.stride(-1) != 1)
+    return rotate_ops(x, cos, sin);
+  const int64_t b = x.size(0), n = x.size(1), heads = x.size(2), d = x.size(3), half = d / 2;
+  const auto c = cos.expand({b, n, d}).contiguous(), s = sin.expand({b, n, d}).contiguous();
+  auto out = at::empty({b, n, heads, d}, x.options());
+  const BFloat16 *in = x.data_ptr<BFloat16>(), *cos_data = c.data_ptr<BFloat16>(), *sin_data = s.data_ptr<BFloat16>();
+  BFloat16* rotated = out.data_ptr<BFloat16>();
+  const auto stride = x.strides();
+  auto product = [](BFloat16 a, BFloat16 b) { return static_cast<float>(BFloat16(static_cast<float>(a) * static_cast<float>(b))); };
+  for (int64_t row = 0; row < b * n; ++row) {
+    const BFloat16 *row_cos = cos_data + row * d, *row_sin = sin_data + row * d;
+    for (int64_t h = 0; h < heads; ++h) {
+      const BFloat16* head = in + row / n * stride[0] + row % n * stride[1] + h * stride[2];
+      BFloat16* target = rotated + (row * heads + h) * d;
+      for (int64_t e = 0; e < half; ++e) {
+        const BFloat16 first = head[e], second = head[e + half];
+        target[e] = BFloat16(product(first, row_cos[e]) + product(-second, row_sin[e]));
+        target[e + half] = BFloat16(product(second, row_cos[e + half]) + product(first, row_sin[e + half]));
+      }
+    }
+  }
+  return out;
 }
 
 }  // namespace
@@ -82,7 +145,7 @@ std::vector<Tensor> attention_inputs(const Tensor& hidden, const Tensor& norm, d
   const auto v = projected.slice(-1, (heads + kv_heads) * d);
   if (q_norm.has_value())  // Qwen3 normalises each head's query and key before rotating them
     qk = at::cat({rms_norm(qk.slice(2, 0, heads), *q_norm, q_eps), rms_norm(qk.slice(2, heads), *k_norm, k_eps)}, 2);
-  qk = rotate(qk, cos.unsqueeze(2), sin.unsqueeze(2));
+  qk = rotate(qk, cos, sin);
   return {qk.slice(2, 0, heads).transpose(1, 2), qk.slice(2, heads).transpose(1, 2),
           v.view({b, n, kv_heads, d}).transpose(1, 2)};
 }
