@@ -101,13 +101,15 @@ inline Floats exp_nonpositive(Floats x) {
 // (kept: their indices in cache order, n of them), and each key is read once for all of them,
 // a block of keys at a time. Each head's arithmetic is its own: q_rows[h], out_rows[h] [D].
 // CHUNKS: D / 16 where the compiler is to keep a row in registers, else 0 (any D).
-// Scratch: scores [heads * ceil(n / 16)], sums [heads * SETS * MAX_CHUNKS].
+// Scratch, allocated once per share of positions: scores [heads * ceil(n / 16)], sums [heads * SETS *
+// MAX_CHUNKS], denominators [heads].
 constexpr int64_t SETS = 4, MAX_CHUNKS = 16, BLOCK = 64;
 
 template <int64_t CHUNKS>
 void attend_position(const float* const* q_rows, float* const* out_rows, int64_t heads, float scale,
                      const float* k_head, int64_t k_stride, const float* v_head, int64_t v_stride,
-                     const int64_t* kept, int64_t n, int64_t d, Floats* scores, Floats* sums) {
+                     const int64_t* kept, int64_t n, int64_t d, Floats* scores, Floats* sums,
+                     float* denominators) {
   const int64_t chunks = CHUNKS ? CHUNKS : (d + LANES - 1) / LANES, vectors = (n + LANES - 1) / LANES;
   auto width = [d](int64_t part) { return CHUNKS ? LANES : std::min(LANES, d - part * LANES); };
   // Each head's scores of the kept keys, in the order they are kept: score c in lane c % 16
@@ -134,7 +136,6 @@ void attend_position(const float* const* q_rows, float* const* out_rows, int64_t
     }
   }
   // Softmax weights, unnormalised, in place of the scores; the denominators apart.
-  std::vector<float> denominators(heads);
   for (int64_t h = 0; h < heads; ++h) {
     Floats* row = scores + h * vectors;
     float* score = reinterpret_cast<float*>(row);
@@ -203,6 +204,7 @@ void attend_rows(const Tensor& query, const Tensor& key, const Tensor& value, co
   const int64_t grain = std::max<int64_t>(1, (1 << 15) / std::max<int64_t>(1, group * length * d));
   at::parallel_for(0, b * kv_heads * q, grain, [&](int64_t begin, int64_t end) {
     std::vector<Floats> scores(group * ((length + LANES - 1) / LANES)), sums(group * SETS * MAX_CHUNKS);
+    std::vector<float> denominators(group);
     std::vector<int64_t> kept(length);
     std::vector<const float*> q_rows(group);
     std::vector<float*> out_rows(group);
@@ -219,7 +221,8 @@ void attend_rows(const Tensor& query, const Tensor& key, const Tensor& value, co
       }
       if (n > 0)
         kernel(q_rows.data(), out_rows.data(), group, static_cast<float>(scaling), k_data + batch * ks[0] + g * ks[1],
-               ks[2], v_data + batch * vs[0] + g * vs[1], vs[2], kept.data(), n, d, scores.data(), sums.data());
+               ks[2], v_data + batch * vs[0] + g * vs[1], vs[2], kept.data(), n, d, scores.data(), sums.data(),
+               denominators.data());
     }
   });
 }
