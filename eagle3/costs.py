@@ -30,7 +30,6 @@ from transformers.models.llama.modeling_llama import LlamaRotaryEmbedding
 
 from eagle3.budget import MEASURED_NODES, verify_step
 from eagle3.head import Eagle3Config, Eagle3Head
-from eagle3.kv_cache import KVCache
 from eagle3.target import Target, device_name, resolve_device, resolve_dtype, set_arithmetic
 from eagle3.transfer import call_seconds
 from eagle3.tree import TreeConfig, draft_tree
@@ -83,7 +82,7 @@ def measure(target: Target, head: Eagle3Head, context: int, repeats: int, top_k:
     out = target.forward(ids[:, :context], torch.arange(context, device=device)[None], cache, logits_to_keep=1,
                          capture=True)
 
-    draft_cache = KVCache(1, context + repeats * 4 + top_k * depth + 16)
+    draft_cache = head.draft_cache(context + repeats * 4 + top_k * depth + 16)
     draft_tree(head, draft_cache, out.features[0], ids[0, :context].tolist(), TreeConfig(1, top_k, top_k + 1), 1)  # the prompt
     feature, token = out.features[0, -1:], ids[0, context - 1 : context].tolist()
 

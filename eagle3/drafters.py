@@ -27,7 +27,6 @@ from eagle3 import transfer
 from eagle3.adaptive import AdaptiveDepth
 from eagle3.budget import NodeBudget
 from eagle3.head import Eagle3Head
-from eagle3.kv_cache import KVCache
 from eagle3.lookup import COPIED, ContextIndex, CopyHitRate, LookupConfig, hybrid_tree
 from eagle3.tree import MAX_DEPTH, DraftTree, TreeConfig, draft_trees
 
@@ -80,7 +79,7 @@ class HeadDrafter(Drafter):
             raise ValueError(f"adaptive depth: decodes one prompt at a time, not {len(prompts)}")
         max_depth = max(self.tree.depth, self.policy.max_depth if self.policy else 0)
         # The draft cache also holds the tree's keys while drafting: top_k per level.
-        self.cache = KVCache(1, capacity + self.tree.top_k * max_depth)
+        self.cache = self.head.draft_cache(capacity + self.tree.top_k * max_depth)
         self.lengths = [0] * len(prompts)  # valid draft cache positions per row
         self.features: list[torch.Tensor | None] = [None] * len(prompts)  # [m, 3H] pairs not consumed yet...
         self.next_tokens: list[list[int]] = [[] for _ in prompts]  # ...and their m tokens, the last being the root

@@ -24,7 +24,10 @@ from torch import nn
 from transformers import LlamaConfig
 from transformers.models.llama.modeling_llama import LlamaMLP, LlamaRMSNorm, LlamaRotaryEmbedding, apply_rotary_pos_emb
 
-from eagle3.kv_cache import PreallocatedLayer
+from eagle3.decoder_layer import native_fits
+from eagle3.invariant import SharedInput, prepackable
+from eagle3.kv_cache import KVCache, PreallocatedLayer
+from eagle3.native import layer_ops
 
 ARCHITECTURES = ("LlamaForCausalLMEagle3", "Eagle3LlamaForCausalLM", "LlamaForCausalLM")
 EAGLE31_NORMS = ("fc_norm", "norm_output")  # config.json's flags of an EAGLE 3.1 head (module docstring)
@@ -180,7 +183,8 @@ class Eagle3Attention(nn.Module):
 
     def __init__(self, config: Eagle3Config):
         super().__init__()
-        self.num_heads, self.head_dim = config.num_attention_heads, config.head_dim
+        self.num_heads, self.num_kv_heads, self.head_dim = (config.num_attention_heads, config.num_key_value_heads,
+                                                            config.head_dim)
         kv_width = config.num_key_value_heads * config.head_dim
         self.q_proj = nn.Linear(2 * config.hidden_size, config.num_attention_heads * config.head_dim, bias=False)
         self.k_proj = nn.Linear(2 * config.hidden_size, kv_width, bias=False)
@@ -197,8 +201,8 @@ class Eagle3Attention(nn.Module):
         if isinstance(cache, UnrolledKV):
             out = cache.attend(q, k, v)
         else:
-            if cache is not None:
-                k, v = cache.update(k, v)
+            if cache is not None:  # a draft cache may store another dtype (Eagle3Head.draft_cache)
+                k, v = (states.to(q.dtype) for states in cache.update(k, v))
             out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=mask is None, enable_gqa=True)
         return self.o_proj(out.transpose(1, 2).reshape(batch, n, -1))
 
@@ -238,9 +242,37 @@ class Eagle3DecoderLayer(nn.Module):
         self.mlp = LlamaMLP(config.llama_config())
 
     def forward(self, embeds, hidden, cos, sin, mask, cache):
+        """embeds, hidden [B, n, H]; cos / sin [B, n, D] -> [B, n, H]."""
+        if mask is not None and isinstance(cache, PreallocatedLayer) and self.runs_native():
+            return self.native_forward(embeds, hidden, cos, sin, mask, cache)
         x = torch.cat([self.input_layernorm(embeds), self.hidden_norm(hidden)], dim=-1)
         hidden = hidden + self.self_attn(x, cos, sin, mask, cache)
         return hidden + self.mlp(self.post_attention_layernorm(hidden))
+
+    def runs_native(self) -> bool:
+        """Whether a drafting step runs the C++ layer (eagle3/csrc/decoder_layer.cpp): it was
+        built, the products run prepacked (eagle3.invariant) as stacked q/k/v and gate/up, and
+        the MLP is SiLU-gated."""
+        qkv = getattr(self.self_attn.q_proj, "shared_input", None)  # set on prepacked layers only
+        gate_up = getattr(self.mlp.gate_proj, "shared_input", None)
+        return (isinstance(qkv, SharedInput) and isinstance(gate_up, SharedInput)
+                and prepackable(self.self_attn.q_proj.weight, qkv.elements) and native_fits(self))
+
+    def native_forward(self, embeds, hidden, cos, sin, mask, cache: PreallocatedLayer):
+        """forward in two C++ calls, the cache written between them. The attention is
+        eagle3/csrc/attention.cpp's: each row's bits depend on its own query and kept keys
+        alone, so a row drafts the same tree in any batch."""
+        attention, mlp, ops = self.self_attn, self.mlp, layer_ops()
+        qkv, gate_up = attention.q_proj.shared_input, mlp.gate_proj.shared_input
+        query, key, value = ops.draft_attention_inputs(
+            embeds, self.input_layernorm.weight, hidden, self.hidden_norm.weight, self.input_layernorm.variance_epsilon,
+            *qkv.weights.tensors(), attention.num_heads, attention.num_kv_heads, attention.head_dim, cos, sin)
+        key, value = cache.update(key, value)
+        norm = self.post_attention_layernorm
+        return ops.layer_output(
+            hidden, query, key, value, mask, attention.head_dim ** -0.5, *attention.o_proj.packed_weights().tensors(),
+            1, 0, norm.weight, norm.variance_epsilon, *gate_up.weights.tensors(), 1, 0, gate_up.widths[0],
+            *mlp.down_proj.packed_weights().tensors(), 1, 0)
 
 
 class Eagle3Head(nn.Module):
@@ -262,6 +294,7 @@ class Eagle3Head(nn.Module):
         # Its frequencies in float32, kept out of the module's buffers so that `.to(dtype)` leaves them:
         # published heads are trained with float32 RoPE, and bfloat16 ones would shift every angle.
         self._rope_inv_freq = self.rotary.inv_freq.clone()
+        self._rope_table: tuple[torch.Tensor, torch.Tensor] | None = None  # rotation(): cos, sin [positions, D]
         self.embed_tokens = nn.Embedding(config.vocab_size, config.hidden_size) if own_embedding else None
         # A list keeps the target's embedding out of this module's parameters and state dict.
         self._shared_embedding = [shared_embedding]
@@ -272,7 +305,15 @@ class Eagle3Head(nn.Module):
         device = self.rotary.inv_freq.device
         self.rotary.inv_freq = self._rope_inv_freq.to(device)
         self.rotary.original_inv_freq = self._rope_inv_freq.to(device)
+        self._rope_table = None
         return self
+
+    def draft_cache(self, capacity: int) -> KVCache:
+        """A cache for drafting up to `capacity` positions: float32 where the layer runs in C++,
+        whose attention reads float32 (converted once, when written), else the head's dtype."""
+        with torch.inference_mode():  # as drafting runs
+            native = self.midlayer.runs_native()
+        return KVCache(1, capacity, torch.float32 if native else None)
 
     def embed(self, token_ids: torch.Tensor) -> torch.Tensor:
         table = self.embed_tokens if self.embed_tokens is not None else self._shared_embedding[0]
@@ -283,20 +324,40 @@ class Eagle3Head(nn.Module):
     def project(self, features: torch.Tensor) -> torch.Tensor:
         """Fused target features [.., 3 * target_hidden] -> draft hidden [.., H]."""
         if self.fc_norm is not None:  # each feature (low, mid, high) normalised on its own
-            features = torch.cat([norm(chunk) for norm, chunk in zip(self.fc_norm, features.chunk(3, dim=-1))], dim=-1)
+            features = torch.cat([self.normed(norm, chunk) for norm, chunk in zip(self.fc_norm, features.chunk(3, dim=-1))],
+                                 dim=-1)
         return self.fc(features.to(self.fc.weight.dtype))
 
     def forward(self, hidden, token_ids, position_ids, mask=None, cache: PreallocatedLayer | None = None):
         """One draft step. hidden [B, n, H] pairs with token_ids [B, n] (the token after the
         feature's position) at position_ids [B, n]; returns the new hidden [B, n, H]."""
         embeds = self.embed(token_ids).to(hidden.dtype)
-        cos, sin = self.rotary(hidden, position_ids)
+        cos, sin = self.rotation(hidden, position_ids, cache)
         out = self.midlayer(embeds, hidden, cos, sin, mask, cache)
-        return self.norm(out) if self.config.norm_output else out
+        return self.normed(self.norm, out) if self.config.norm_output else out
+
+    def rotation(self, hidden, position_ids, cache) -> tuple[torch.Tensor, torch.Tensor]:
+        """The rotary embedding's cos and sin [B, n, D] at position_ids [B, n], in hidden's dtype.
+        With a preallocated cache, whose capacity bounds the positions, they are read from a
+        table of every position the rotary embedding made once (two reads instead of its dozen
+        ops at every draft step); elsewhere (training) it computes them."""
+        if not isinstance(cache, PreallocatedLayer):
+            return self.rotary(hidden, position_ids)
+        table = self._rope_table
+        if table is None or table[0].shape[0] < cache.capacity or table[0].dtype != hidden.dtype:
+            positions = torch.arange(cache.capacity, device=hidden.device)[None]
+            self._rope_table = table = tuple(t[0] for t in self.rotary(hidden, positions))
+        return table[0][position_ids], table[1][position_ids]
 
     def logits(self, hidden: torch.Tensor) -> torch.Tensor:
         """[.., H] (a step's output) -> [.., draft_vocab_size] logits over the draft vocabulary."""
-        return self.lm_head(hidden if self.config.norm_output else self.norm(hidden))
+        return self.lm_head(hidden if self.config.norm_output else self.normed(self.norm, hidden))
+
+    def normed(self, norm: LlamaRMSNorm, hidden: torch.Tensor) -> torch.Tensor:
+        """norm(hidden) [.., D]: in one C++ call where the layer runs there, with the same bits."""
+        if self.midlayer.runs_native():
+            return layer_ops().rms_norm(hidden, norm.weight, norm.variance_epsilon)
+        return norm(hidden)
 
     def to_target_ids(self, draft_ids: torch.Tensor) -> torch.Tensor:
         return draft_ids + self.d2t[draft_ids]

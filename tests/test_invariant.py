@@ -26,6 +26,14 @@ def bf16_target(attention: str = "auto", seed: int = 0, family: str = "llama", *
     return Target(set_arithmetic(model, attention))
 
 
+def bf16_head(target: Target):
+    """A random bfloat16 head on prepacked products, as eagle3.checkpoint.load_head gives: it
+    drafts through the C++ layer where that is built (tests/test_draft_step.py)."""
+    head = make_head(target, draft_vocab_size=48).to(torch.bfloat16)
+    prepack_linears(head)
+    return head
+
+
 def stock_linears(target: Target) -> Target:
     """The control: the target with oneDNN's own choice of kernel for every product (through
     transformers' own decoder layers, since the lean ones call the packed products)."""
@@ -229,7 +237,7 @@ def test_stock_attention_is_not(attention):
 
 def test_bf16_greedy_speculative_equals_plain(attention_kind):
     target = bf16_target()
-    head = make_head(target, draft_vocab_size=48).to(torch.bfloat16)
+    head = bf16_head(target)
     generator = torch.Generator().manual_seed(3)
     config = GenerationConfig(max_new_tokens=48)
     for _ in range(6):
@@ -262,7 +270,7 @@ def test_stock_linear_layers_do_not():
 
 def test_bf16_greedy_batches_equal_each_prompt_alone():
     target = bf16_target(**WIDE)
-    head = make_head(target, draft_vocab_size=48).to(torch.bfloat16)
+    head = bf16_head(target)
     generator = torch.Generator().manual_seed(5)
     prompts = [torch.randint(0, target.vocab_size, (int(torch.randint(4, 40, (), generator=generator)),),
                              generator=generator).tolist() for _ in range(4)]

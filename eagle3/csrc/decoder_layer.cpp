@@ -11,6 +11,9 @@
 //                     does, rotated);
 //   layer_output:     hidden, query and the cached keys and values [B, kv_heads, L, D] ->
 //                     the layer's output [B, n, hidden] (attention.cpp's attention, o, the MLP).
+// The EAGLE-3 head's one layer is the same two calls, its first being draft_attention_inputs
+// (its q/k/v read the normed token embeddings beside the normed draft states); rms_norm
+// serves its output norm.
 // Each product is eagle3.invariant.by_rows over a weight prepacked by
 // torch.ops.mkldnn._reorder_linear_weight, within its row limits.
 
@@ -134,13 +137,16 @@ Tensor rotate(const Tensor& x, const Tensor& cos, const Tensor& sin) {
 Tensor exact_attention(const Tensor& query, const Tensor& key, const Tensor& value, const OptionalTensor& mask,
                        double scaling);  // attention.cpp
 
-std::vector<Tensor> attention_inputs(const Tensor& hidden, const Tensor& norm, double eps, const Tensor& qkv,
-                                     const OptionalTensor& qkv_bias, int64_t min_rows, int64_t max_rows,
-                                     int64_t heads, int64_t kv_heads, int64_t head_dim, const OptionalTensor& q_norm,
-                                     const OptionalTensor& k_norm, double q_eps, double k_eps, const Tensor& cos,
-                                     const Tensor& sin) {
-  const int64_t b = hidden.size(0), n = hidden.size(1), d = head_dim;
-  const auto projected = by_rows(rms_norm(hidden, norm, eps), qkv, qkv_bias, min_rows, max_rows);
+namespace {
+
+// normed [B, n, in] -> query [B, heads, n, D], key and value [B, kv_heads, n, D]: the stacked
+// q/k/v product, q and k normed per head where the family does, then rotated.
+std::vector<Tensor> project_and_rotate(const Tensor& normed, const Tensor& qkv, const OptionalTensor& qkv_bias,
+                                       int64_t min_rows, int64_t max_rows, int64_t heads, int64_t kv_heads,
+                                       int64_t head_dim, const OptionalTensor& q_norm, const OptionalTensor& k_norm,
+                                       double q_eps, double k_eps, const Tensor& cos, const Tensor& sin) {
+  const int64_t b = normed.size(0), n = normed.size(1), d = head_dim;
+  const auto projected = by_rows(normed, qkv, qkv_bias, min_rows, max_rows);
   auto qk = projected.slice(-1, 0, (heads + kv_heads) * d).view({b, n, heads + kv_heads, d});  // q's, then k's
   const auto v = projected.slice(-1, (heads + kv_heads) * d);
   if (q_norm.has_value())  // Qwen3 normalises each head's query and key before rotating them
@@ -148,6 +154,30 @@ std::vector<Tensor> attention_inputs(const Tensor& hidden, const Tensor& norm, d
   qk = rotate(qk, cos, sin);
   return {qk.slice(2, 0, heads).transpose(1, 2), qk.slice(2, heads).transpose(1, 2),
           v.view({b, n, kv_heads, d}).transpose(1, 2)};
+}
+
+}  // namespace
+
+// The target's layer: hidden [B, n, hidden] normed, then project_and_rotate.
+std::vector<Tensor> attention_inputs(const Tensor& hidden, const Tensor& norm, double eps, const Tensor& qkv,
+                                     const OptionalTensor& qkv_bias, int64_t min_rows, int64_t max_rows,
+                                     int64_t heads, int64_t kv_heads, int64_t head_dim, const OptionalTensor& q_norm,
+                                     const OptionalTensor& k_norm, double q_eps, double k_eps, const Tensor& cos,
+                                     const Tensor& sin) {
+  return project_and_rotate(rms_norm(hidden, norm, eps), qkv, qkv_bias, min_rows, max_rows, heads, kv_heads,
+                            head_dim, q_norm, k_norm, q_eps, k_eps, cos, sin);
+}
+
+// The EAGLE-3 head's layer (eagle3.head.Eagle3DecoderLayer): its q/k/v read the normed token
+// embeddings [B, n, H] and the normed draft hidden states [B, n, H] side by side, embeddings
+// first; one product over any number of rows (the draft wants speed, not row invariance).
+std::vector<Tensor> draft_attention_inputs(const Tensor& embeds, const Tensor& embed_norm, const Tensor& hidden,
+                                           const Tensor& hidden_norm, double eps, const Tensor& qkv,
+                                           const OptionalTensor& qkv_bias, int64_t heads, int64_t kv_heads,
+                                           int64_t head_dim, const Tensor& cos, const Tensor& sin) {
+  const auto normed = at::cat({rms_norm(embeds, embed_norm, eps), rms_norm(hidden, hidden_norm, eps)}, -1);
+  return project_and_rotate(normed, qkv, qkv_bias, 1, 0, heads, kv_heads, head_dim, c10::nullopt, c10::nullopt, 0.0,
+                            0.0, cos, sin);
 }
 
 // eagle3/csrc/attention.cpp, then o, the residual and the MLP (SiLU-gated).
@@ -167,6 +197,8 @@ Tensor layer_output(const Tensor& hidden, const Tensor& query, const Tensor& key
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("attention_inputs", &attention_inputs);
+  m.def("draft_attention_inputs", &draft_attention_inputs);
+  m.def("rms_norm", &rms_norm);
   m.def("layer_output", &layer_output);
   m.def("attention", &exact_attention);
 }
