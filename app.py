@@ -38,6 +38,7 @@ from eagle3.adaptive import AdaptiveDepth
 from eagle3.batch import AUTO_MAX_SPECULATIVE_BATCH
 from eagle3.budget import NodeBudget, node_budget as budget_for
 from eagle3.decoder_layer import forward_kind
+from eagle3.invariant import products_kernel
 from eagle3.decoding import decode
 from eagle3.drafters import SPECULATIVE_DRAFTERS, drafter_named
 from eagle3.exactness import Divergence, divergence
@@ -639,9 +640,11 @@ def page_event(run: Callable[[ChatRequest, str | None], Iterator[Update]], outpu
 
 
 def layer_note(target) -> str:
-    """Which of eagle3.decoder_layer's lean forwards the target's layers run, if one does."""
+    """Which of eagle3.decoder_layer's lean forwards the target's layers run, if one does, and
+    what multiplies their products."""
     kind = forward_kind(target.layers[0])
-    return "" if kind == "transformers" else f", its decoder layers in {kind}"
+    products = products_kernel(target.layers[0].mlp.down_proj.weight)
+    return "" if kind == "transformers" else f", its decoder layers in {kind} (products: {products})"
 
 
 def example_prompts(count: int = 8) -> list[str]:

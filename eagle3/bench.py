@@ -36,6 +36,7 @@ from eagle3.checkpoint import ROOT, load_head
 from eagle3.compiled import compile_decoding
 from eagle3.budget import NodeBudget, node_budget as budget_for
 from eagle3.decoder_layer import forward_kind
+from eagle3.invariant import products_kernel
 from eagle3.decoding import GenerationConfig, decode, encode_prompt
 from eagle3.drafters import SPECULATIVE_DRAFTERS, HeadDrafter, drafter_named
 from eagle3.exactness import divergence
@@ -323,6 +324,7 @@ def settings(target: Target, head, tree: TreeConfig, config: GenerationConfig, l
         "device": str(device), "device_name": device_name(device), "torch_threads": torch.get_num_threads(), "cpu_count": os.cpu_count(),
         "compiled": getattr(target.layers[0], "_compiled_call_impl", None) is not None,
         "decoder_layer": forward_kind(target.layers[0]),
+        "products": products_kernel(target.layers[0].mlp.down_proj.weight),
         "dtype": str(target.dtype).removeprefix("torch."), "attention": target.config._attn_implementation,
         "draft_dtype": str(head.fc.weight.dtype).removeprefix("torch."),
         "target_layers": target.num_layers,

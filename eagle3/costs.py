@@ -30,6 +30,7 @@ from transformers.models.llama.modeling_llama import LlamaRotaryEmbedding
 
 from eagle3.budget import MEASURED_NODES, verify_step
 from eagle3.head import Eagle3Config, Eagle3Head
+from eagle3.invariant import products_kernel
 from eagle3.target import Target, device_name, resolve_device, resolve_dtype, set_arithmetic
 from eagle3.transfer import call_seconds
 from eagle3.tree import TreeConfig, draft_tree
@@ -145,7 +146,8 @@ def main(argv=None) -> int:
     target, head = random_pair(args.shape, device, dtype, args.attention)
     name = device_name(device)
     report = {"shape": args.shape, "device": name, "dtype": str(dtype).removeprefix("torch."),
-              "attention": target.config._attn_implementation, "context": args.context,
+              "attention": target.config._attn_implementation,
+              "products": products_kernel(target.layers[0].mlp.down_proj.weight), "context": args.context,
               **measure(target, head, args.context, args.repeats)}
     report["measured_read_gb_s"] = round(read_bandwidth_gb_s(device, args.bandwidth_mib), 1)
     bandwidth = (args.bandwidth_gb_s or next((v for k, v in BANDWIDTH_GB_S.items() if device.type == "cuda" and k in name), None)

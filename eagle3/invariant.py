@@ -26,7 +26,11 @@ Two kernels depend on the shape of the call, measured with oneDNN on AMX and on 
   On AVX-512 BF16 without AMX (an AMD EPYC) products of 2 to 64 rows agree row for row, but
   a one-row product over more than 1,024 inputs (the MLP's down projection) takes another
   path and rounds differently; so there a one-row product is padded with a zero row.
-  `row_limits` measures which of the two a CPU needs, once per process.
+  `row_limits` measures which of the two a CPU needs, once per process. Where the CPU has
+  AVX-512 BF16 without AMX, eagle3/csrc/product.cpp multiplies instead (eagle3.native
+  `bf16_products`): every output a float32 sum in one order written in its source, whatever
+  the number of rows, so exact by construction, with no limits, and faster than oneDNN on
+  the few rows of decoding.
 
 The bfloat16 products run on weights that oneDNN has reordered once into its own blocked
 layout (`torch.ops.mkldnn._reorder_linear_weight`), as inference engines prepack them: a
@@ -58,7 +62,7 @@ import torch.nn.functional as F
 from transformers import AttentionInterface, AttentionMaskInterface
 from transformers.masking_utils import eager_mask
 
-from eagle3.native import layer_ops
+from eagle3.native import bf16_products, layer_ops
 
 NAME = "eagle3_invariant"
 GEMM_ROWS = 32  # the most rows oneDNN multiplies with one-row bits (above)
@@ -145,9 +149,10 @@ def row_limits(in_features: int) -> RowLimits | None:
 
 
 def exact_rows() -> bool:
-    """Whether this CPU's bfloat16 products keep every row's bits within some row limits at the
-    PROBE_WIDTHS (eagle3.target.exact_bf16 asks, before any model is loaded)."""
-    return all(row_limits(width) is not None for width in PROBE_WIDTHS)
+    """Whether this CPU's bfloat16 products keep every row's bits: by construction where the C++
+    product multiplies, else within some row limits of oneDNN's at the PROBE_WIDTHS
+    (eagle3.target.exact_bf16 asks, before any model is loaded)."""
+    return bf16_products() is not None or all(row_limits(width) is not None for width in PROBE_WIDTHS)
 
 
 def measure_row_limits(make_product, in_features: int) -> RowLimits | None:
@@ -182,6 +187,15 @@ def prepackable(weight: torch.Tensor, elements: int) -> bool:
         weight.dtype != torch.float32 or elements >= FLOAT32_PREPACKED_ELEMENTS) and onednn_packs(weight.dtype)
 
 
+def products_kernel(weight: torch.Tensor) -> str:
+    """What multiplies a linear layer with this weight in decoding: "C++"
+    (eagle3/csrc/product.cpp), "oneDNN" (on its prepacked weight) or "stock" (F.linear)."""
+    with torch.inference_mode():
+        if not prepackable(weight, weight.numel()):
+            return "stock"
+    return "C++" if weight.dtype == torch.bfloat16 and bf16_products() is not None else "oneDNN"
+
+
 class PackedWeights:
     """The weights (and biases) of one or more linear layers, stacked [sum of out, in] and
     reordered once into oneDNN's layout, and again whenever one of them changes: `product()`
@@ -200,9 +214,14 @@ class PackedWeights:
             # One layer's weight is copied too: once, and the reorder copies it anyway.
             weight = torch.cat([layer.weight.detach() for layer in self.layers])
             bias = None if self.layers[0].bias is None else torch.cat([layer.bias.detach() for layer in self.layers])
-            packed = torch.ops.mkldnn._reorder_linear_weight(weight, 1)
+            ops = bf16_products() if weight.dtype == torch.bfloat16 and weight.shape[1] % 2 == 0 else None
+            if ops is not None:  # eagle3/csrc/product.cpp: every row's bits by construction
+                packed = ops.pack_bf16(weight)
+                self._product = lambda rows: ops.bf16_product(rows, packed, bias)
+            else:
+                packed = torch.ops.mkldnn._reorder_linear_weight(weight, 1)
+                self._product = lambda rows: torch.ops.mkldnn._linear_pointwise(rows, packed, bias, "none", [], "")
             self._tensors = packed, bias
-            self._product = lambda rows: torch.ops.mkldnn._linear_pointwise(rows, packed, bias, "none", [], "")
             self._key = key
         return self._tensors
 
@@ -341,8 +360,10 @@ def prepack_linears(model: torch.nn.Module, kind: type[PrepackedLinear] = Prepac
 
 def make_row_invariant(model: torch.nn.Module) -> None:
     """The target's linear layers as RowInvariantLinear, each within this CPU's row limits for
-    its input width where they were found (else GEMM_ROWS rows a product)."""
-    prepack_linears(model, RowInvariantLinear, row_limits)
+    its input width where they were found (else GEMM_ROWS rows a product); in bfloat16 where
+    the C++ product multiplies, any number of rows at once, since it needs no limits."""
+    own = bf16_products() is not None and next(model.parameters()).dtype == torch.bfloat16
+    prepack_linears(model, RowInvariantLinear, (lambda width: ANY_ROWS) if own else row_limits)
 
 
 def cache_dtype(model) -> torch.dtype | None:

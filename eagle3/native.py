@@ -1,7 +1,9 @@
-"""The lean decoder layer's C++ twin (eagle3/csrc/decoder_layer.cpp) and the attention it
-calls (eagle3/csrc/attention.cpp), built once per machine.
+"""The lean decoder layer's C++ twin (eagle3/csrc/decoder_layer.cpp), the attention it
+calls (eagle3/csrc/attention.cpp) and a bfloat16 product (eagle3/csrc/product.cpp), built
+once per machine; and what this CPU has.
 
-    ops = layer_ops()    # the built module, or None where it cannot be built
+    ops = layer_ops()         # the built module, or None where it cannot be built
+    ops = bf16_products()     # the same module where its product serves this CPU, else None
 
 torch.utils.cpp_extension builds it on first use (a C++ compiler and ninja; a few tens of
 seconds on 2 cores) into its cache, TORCH_EXTENSIONS_DIR (by default
@@ -9,6 +11,11 @@ seconds on 2 cores) into its cache, TORCH_EXTENSIONS_DIR (by default
 built, `layer_ops` says once on stderr why, and eagle3.decoder_layer runs the Python layer
 with eagle3.invariant's float64 attention: as exact, slower. EAGLE3_NATIVE=0 leaves it unbuilt
 and unused.
+
+The C++ product multiplies every bfloat16 product (the target's, the head's) where the CPU
+has AVX-512 BF16 and no AMX; with AMX, oneDNN's tiles multiply a tree's rows faster than
+rows one at a time, so oneDNN keeps them. EAGLE3_PRODUCT=onednn or =cpp overrides that
+choice (for measuring one against the other).
 """
 
 from __future__ import annotations
@@ -21,7 +28,7 @@ import sys
 import torch
 
 SOURCES = [os.path.join(os.path.dirname(os.path.abspath(__file__)), "csrc", name)
-           for name in ("decoder_layer.cpp", "attention.cpp")]
+           for name in ("decoder_layer.cpp", "attention.cpp", "product.cpp")]
 # The vector instructions the attention's loops are compiled for: those ATen itself runs on
 # this CPU. Its sums keep their order whatever the vector width (attention.cpp).
 CPU_FLAGS = {"AVX512": ["-mavx512f", "-mavx512bw", "-mavx512vl", "-mavx512dq", "-mavx2", "-mfma",
@@ -48,3 +55,35 @@ def layer_ops():
         print(f"eagle3: the C++ decoder layer was not built ({reason}); decoding runs the Python layer "
               "and float64 attention (as exact, slower)", file=sys.stderr)
         return None
+
+
+def cpu_bf16_kind() -> str | None:
+    """The CPU's bfloat16 instructions by /proc/cpuinfo's flags: "AMX", "AVX-512 BF16", or None."""
+    flags = cpu_info()
+    return "AMX" if "amx_bf16" in flags else "AVX-512 BF16" if "avx512_bf16" in flags else None
+
+
+@functools.cache
+def cpu_info() -> str:
+    """/proc/cpuinfo's text, with its flags ("" where there is none)."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            return f.read()
+    except OSError:
+        return ""
+
+
+PRODUCTS = ("auto", "cpp", "onednn")
+
+
+@functools.cache
+def bf16_products():
+    """The C++ module where its bfloat16 product (eagle3/csrc/product.cpp) multiplies here:
+    built, the CPU has AVX-512 BF16, and (EAGLE3_PRODUCT=auto) no AMX; else None (oneDNN)."""
+    choice = os.environ.get("EAGLE3_PRODUCT", "auto")
+    if choice not in PRODUCTS:
+        raise ValueError(f"EAGLE3_PRODUCT: {choice!r} is not one of {', '.join(PRODUCTS)}")
+    kind = cpu_bf16_kind()
+    if choice == "onednn" or kind is None or (kind == "AMX" and choice == "auto"):
+        return None
+    return layer_ops()

@@ -25,6 +25,7 @@ from eagle3.invariant import (NAME as INVARIANT_ATTENTION, cache_dtype, exact_ro
 from eagle3.gguf import dequantized, find_gguf
 from eagle3.kv_cache import KVCache
 from eagle3.masks import additive_mask, in_window, ragged_allowed
+from eagle3.native import cpu_bf16_kind, cpu_info
 
 SUPPORTED_FAMILIES = ("llama", "qwen2", "qwen3", "mistral")
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
@@ -78,22 +79,6 @@ def exact_bf16(device: torch.device) -> bool:
     (eagle3.invariant.exact_rows measures it), so that with eagle3.invariant a verified tree or
     a batch computes what one-token steps do. Other CPUs keep float32."""
     return bf16_supported(device) and (device.type == "cuda" or exact_rows())
-
-
-def cpu_bf16_kind() -> str | None:
-    """The CPU's bfloat16 instructions by /proc/cpuinfo's flags: "AMX", "AVX-512 BF16", or None."""
-    flags = cpu_info()
-    return "AMX" if "amx_bf16" in flags else "AVX-512 BF16" if "avx512_bf16" in flags else None
-
-
-@functools.cache
-def cpu_info() -> str:
-    """/proc/cpuinfo's text, with its flags ("" where there is none)."""
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as f:
-            return f.read()
-    except OSError:
-        return ""
 
 
 def device_name(device: torch.device) -> str:

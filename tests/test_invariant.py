@@ -9,7 +9,7 @@ from eagle3 import GenerationConfig, TreeConfig, collect, collect_rows, decode, 
 from eagle3.decoder_layer import lean_forward, native_forward, use_lean_layers
 from eagle3.decoding import prefill
 from eagle3.invariant import NAME, PrepackedLinear, RowInvariantLinear, SharedInput, prepack_linears
-from eagle3.native import layer_ops
+from eagle3.native import bf16_products, layer_ops
 from eagle3.target import Target, exact_bf16, set_arithmetic
 from eagle3.tree import DraftTree, stack_trees
 from tests.models import make_head, make_target
@@ -198,28 +198,39 @@ def test_layers_that_differ_are_not_grouped():
     assert module.q_proj.shared_input is None and module.gate_proj.shared_input is module.up_proj.shared_input
 
 
-@pytest.fixture(params=["C++", "float64"])
-def attention_kind(request, monkeypatch):
-    """Each of eagle3.invariant's attentions: the C++ one (float32 in a fixed order), and the
-    float64 one that runs where the C++ cannot be built."""
-    if request.param == "C++" and layer_ops() is None:
+# Each arithmetic a CPU may run: the C++ attention and product (eagle3/csrc; the product is
+# chosen here even on AMX, where eagle3.native keeps oneDNN's by default), the C++ attention
+# with oneDNN's products within their row limits, and where the C++ cannot be built, float64
+# attention with oneDNN's products.
+ARITHMETIC = {"C++": ("C++", "cpp"), "C++ attention, oneDNN products": ("C++", "onednn"),
+              "no C++ build": ("float64", "onednn")}
+
+
+@pytest.fixture(params=list(ARITHMETIC))
+def arithmetic(request, monkeypatch):
+    """(attention, products) of ARITHMETIC, set for the test."""
+    attention, products = ARITHMETIC[request.param]
+    if attention == "C++" and layer_ops() is None:
         pytest.skip("eagle3.native needs a C++ compiler and ninja")
-    if request.param == "float64":
+    if attention == "float64":
         monkeypatch.setenv("EAGLE3_NATIVE", "0")
-        layer_ops.cache_clear()
-    yield request.param
+    monkeypatch.setenv("EAGLE3_PRODUCT", products)
     layer_ops.cache_clear()
+    bf16_products.cache_clear()
+    yield attention, products
+    layer_ops.cache_clear()
+    bf16_products.cache_clear()
 
 
-def test_the_cache_stores_what_the_attention_reads(attention_kind):
+def test_the_cache_stores_what_the_attention_reads(arithmetic):
     target = bf16_target()
     cache = target.new_cache(8)
     target.forward(torch.tensor([[1, 2]]), torch.arange(2)[None], cache)
-    assert cache.storage.dtype == {"C++": torch.float32, "float64": torch.float64}[attention_kind]
+    assert cache.storage.dtype == {"C++": torch.float32, "float64": torch.float64}[arithmetic[0]]
 
 
 @pytest.mark.parametrize("widths", ["small", "SmolLM2's"])
-def test_tree_verification_is_bitwise_one_token_steps(widths, attention_kind):
+def test_tree_verification_is_bitwise_one_token_steps(widths, arithmetic):
     """At SmolLM2's widths too: its down projection's one-row products are the ones that
     AVX-512 BF16 pads."""
     target = bf16_target(**(WIDE if widths == "SmolLM2's" else {}))
@@ -227,15 +238,21 @@ def test_tree_verification_is_bitwise_one_token_steps(widths, attention_kind):
 
 
 @pytest.mark.parametrize("attention", ["sdpa", "eager"])
-def test_stock_attention_is_not(attention):
+def test_stock_attention_is_not(attention, monkeypatch):
     """The control: transformers' own attentions differ in the last bits, which in bfloat16
     is what flips greedy choices (at SmolLM2's widths: eager's products on AVX-512 BF16 keep
-    the bits of a small model's)."""
-    target = bf16_target(attention, **WIDE)
-    assert not all(tree_matches_steps(target, seed) for seed in range(8))
+    the bits of a small model's). With oneDNN's products: on the C++ ones eager attention
+    happens to keep these trees' bits, sdpa still does not."""
+    monkeypatch.setenv("EAGLE3_PRODUCT", "onednn")
+    bf16_products.cache_clear()
+    try:
+        target = bf16_target(attention, **WIDE)
+        assert not all(tree_matches_steps(target, seed) for seed in range(8))
+    finally:
+        bf16_products.cache_clear()
 
 
-def test_bf16_greedy_speculative_equals_plain(attention_kind):
+def test_bf16_greedy_speculative_equals_plain(arithmetic):
     target = bf16_target()
     head = bf16_head(target)
     generator = torch.Generator().manual_seed(3)
@@ -253,7 +270,7 @@ def test_bf16_greedy_speculative_equals_plain(attention_kind):
 WIDE = dict(hidden_size=576, intermediate_size=1536, num_attention_heads=9, num_key_value_heads=3)
 
 
-def test_a_batch_gives_each_row_its_logits_alone(attention_kind):
+def test_a_batch_gives_each_row_its_logits_alone(arithmetic):
     target = bf16_target(**WIDE)
     assert all(batch_matches_rows_alone(target, seed) for seed in range(4))
 
@@ -268,7 +285,7 @@ def test_stock_linear_layers_do_not():
                 and all(tree_matches_steps(target, seed) for seed in range(8)))
 
 
-def test_bf16_greedy_batches_equal_each_prompt_alone():
+def test_bf16_greedy_batches_equal_each_prompt_alone(arithmetic):
     target = bf16_target(**WIDE)
     head = bf16_head(target)
     generator = torch.Generator().manual_seed(5)

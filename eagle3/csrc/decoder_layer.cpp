@@ -14,8 +14,9 @@
 // The EAGLE-3 head's one layer is the same two calls, its first being draft_attention_inputs
 // (its q/k/v read the normed token embeddings beside the normed draft states); rms_norm
 // serves its output norm.
-// Each product is eagle3.invariant.by_rows over a weight prepacked by
-// torch.ops.mkldnn._reorder_linear_weight, within its row limits.
+// Each product is eagle3.invariant.by_rows over a packed weight, within its row limits: one
+// that product.cpp packed (bfloat16 on AVX-512 BF16 without AMX, eagle3.native.bf16_products)
+// or one torch.ops.mkldnn._reorder_linear_weight packed for oneDNN.
 
 #include <torch/extension.h>
 
@@ -24,10 +25,15 @@
 using at::Tensor;
 using OptionalTensor = c10::optional<Tensor>;
 
+Tensor pack_bf16(const Tensor& weight);  // product.cpp
+Tensor bf16_product(const Tensor& rows, const Tensor& packed, const OptionalTensor& bias);
+
 namespace {
 
-// torch.ops.mkldnn._linear_pointwise(rows, packed, bias, "none", [], "")
+// A product on a packed weight: product.cpp's where it packed it ([N, K / 2, 2]), else
+// torch.ops.mkldnn._linear_pointwise(rows, packed, bias, "none", [], "") on oneDNN's.
 Tensor packed_product(const Tensor& rows, const Tensor& packed, const OptionalTensor& bias) {
+  if (packed.dim() == 3) return bf16_product(rows, packed, bias);
   static const auto op = c10::Dispatcher::singleton().findSchemaOrThrow("mkldnn::_linear_pointwise", "");
   std::vector<c10::IValue> stack{rows, packed, bias, std::string("none"), c10::List<c10::optional<at::Scalar>>(),
                                  std::string("")};
@@ -201,4 +207,6 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("rms_norm", &rms_norm);
   m.def("layer_output", &layer_output);
   m.def("attention", &exact_attention);
+  m.def("pack_bf16", &pack_bf16);
+  m.def("bf16_product", &bf16_product);
 }

@@ -1,0 +1,76 @@
+"""eagle3/csrc/product.cpp: a bfloat16 product whose every row gets the bits it gets alone,
+for any number of rows, by construction; within bfloat16's rounding of the exact product;
+bad shapes and dtypes named. (The decoders on top of it: tests/test_invariant.py.)"""
+
+import pytest
+import torch
+
+from eagle3 import native
+from eagle3.invariant import ANY_ROWS, PrepackedLinear, make_row_invariant, prepack_linears
+from eagle3.native import cpu_bf16_kind, layer_ops
+
+pytestmark = pytest.mark.skipif(layer_ops() is None or cpu_bf16_kind() is None,
+                                reason="needs the C++ build (a C++ compiler and ninja) and a CPU with AVX-512 BF16")
+
+
+def weights(outputs: int, inputs: int, seed: int = 0):
+    generator = torch.Generator().manual_seed(seed)
+    weight = (torch.randn(outputs, inputs, generator=generator) * 0.05).to(torch.bfloat16)
+    bias = torch.randn(outputs, generator=generator).to(torch.bfloat16)
+    return weight, bias, generator
+
+
+# SmolLM2's q/k/v and down projection, and widths with a partial last block of columns.
+@pytest.mark.parametrize("outputs,inputs", [(960, 576), (576, 1536), (37, 64), (5, 8)])
+def test_every_row_gets_its_bits_alone(outputs, inputs):
+    weight, bias, generator = weights(outputs, inputs)
+    packed = layer_ops().pack_bf16(weight)
+    rows = torch.randn(70, inputs, generator=generator).to(torch.bfloat16)
+    alone = torch.cat([layer_ops().bf16_product(row[None], packed, bias) for row in rows])
+    for m in (2, 3, 4, 5, 16, 33, 70):
+        assert torch.equal(layer_ops().bf16_product(rows[:m], packed, bias), alone[:m]), m
+
+
+def test_within_bfloat16_rounding_of_the_exact_product():
+    weight, bias, generator = weights(577, 576)
+    rows = torch.randn(9, 576, generator=generator).to(torch.bfloat16)
+    out = layer_ops().bf16_product(rows, layer_ops().pack_bf16(weight), bias).double()
+    exact = rows.double() @ weight.double().T + bias.double()
+    magnitude = rows.double().abs() @ weight.double().abs().T  # what a float32 sum's own rounding scales with
+    assert ((out - exact).abs() <= exact.abs() * 2 ** -8 + magnitude * 2 ** -16).all()  # one rounding to bfloat16
+
+
+def test_bad_shapes_and_dtypes_are_named():
+    weight, bias, _ = weights(32, 64)
+    packed = layer_ops().pack_bf16(weight)
+    with pytest.raises(RuntimeError, match="bf16_product: rows"):
+        layer_ops().bf16_product(torch.zeros(2, 62, dtype=torch.bfloat16), packed, None)
+    with pytest.raises(RuntimeError, match="bfloat16 rows and weight"):
+        layer_ops().bf16_product(torch.zeros(2, 64), packed, None)
+    with pytest.raises(RuntimeError, match="K even"):
+        layer_ops().pack_bf16(torch.zeros(4, 7, dtype=torch.bfloat16))
+
+
+def test_linear_layers_multiply_on_it_where_chosen(monkeypatch):
+    """EAGLE3_PRODUCT=cpp packs bfloat16 layers for it, and a row-invariant model needs no row
+    limits then; =onednn keeps oneDNN's packing; another value is named."""
+    layer = torch.nn.Linear(64, 48, bias=False).to(torch.bfloat16)
+    prepack_linears(layer)
+    for choice, packed_dims in (("cpp", 3), ("onednn", 2)):
+        monkeypatch.setenv("EAGLE3_PRODUCT", choice)
+        native.bf16_products.cache_clear()
+        layer.__dict__.pop("_packed", None)
+        with torch.inference_mode():
+            assert layer.packed_weights().tensors()[0].dim() == packed_dims
+            torch.testing.assert_close(layer(torch.ones(2, 64, dtype=torch.bfloat16)).float(),
+                                       torch.ones(2, 64) @ layer.weight.float().T, rtol=0.01, atol=0.01)
+    monkeypatch.setenv("EAGLE3_PRODUCT", "cpp")
+    native.bf16_products.cache_clear()
+    model = torch.nn.Sequential(torch.nn.Linear(64, 48)).to(torch.bfloat16)
+    make_row_invariant(model)
+    assert isinstance(model[0], PrepackedLinear) and model[0].row_limits == ANY_ROWS
+    monkeypatch.setenv("EAGLE3_PRODUCT", "fast")
+    native.bf16_products.cache_clear()
+    with pytest.raises(ValueError, match="EAGLE3_PRODUCT: 'fast'"):
+        native.bf16_products()
+    native.bf16_products.cache_clear()
