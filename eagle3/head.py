@@ -259,9 +259,8 @@ class Eagle3DecoderLayer(nn.Module):
                 and prepackable(self.self_attn.q_proj.weight, qkv.elements) and native_fits(self))
 
     def native_forward(self, embeds, hidden, cos, sin, mask, cache: PreallocatedLayer):
-        """forward in two C++ calls, the cache written between them. The attention is
-        eagle3/csrc/attention.cpp's: each row's bits depend on its own query and kept keys
-        alone, so a row drafts the same tree in any batch."""
+        """forward in two C++ calls, the cache written between them; the attention is
+        eagle3/csrc/attention.cpp's, whose sums run in its own order rather than sdpa's."""
         attention, mlp, ops = self.self_attn, self.mlp, layer_ops()
         qkv, gate_up = attention.q_proj.shared_input, mlp.gate_proj.shared_input
         query, key, value = ops.draft_attention_inputs(
