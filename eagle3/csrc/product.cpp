@@ -19,16 +19,21 @@
 #include <torch/extension.h>
 
 #include <ATen/Parallel.h>
-#include <immintrin.h>
 
 #include <cstdint>
 
 using at::Tensor;
 
 namespace {
-
 constexpr int64_t LANES = 16;  // columns of a block: float32 lanes of one vector
 constexpr int64_t BLOCKS = 4;  // blocks a tile sums at once, four independent running sums a row
+}  // namespace
+
+#if defined(__x86_64__)  // elsewhere (ARM, say) the module builds without it and oneDNN multiplies
+#define HAS_BF16_PRODUCT 1
+#include <immintrin.h>
+
+namespace {
 
 #define BF16_TARGET __attribute__((target("avx512f,avx512bf16")))
 
@@ -97,6 +102,7 @@ BF16_TARGET void multiply(const uint32_t* rows, int64_t m, int64_t pairs, const 
 }
 
 }  // namespace
+#endif
 
 // weight [N, K] (K even) -> the packed weight [N, K / 2, 2] in the block layout above.
 Tensor pack_bf16(const Tensor& weight) {
@@ -118,6 +124,10 @@ Tensor pack_bf16(const Tensor& weight) {
 // rows [M, K] bfloat16 times the packed weight [N, K / 2, 2], plus bias [N] (any float dtype)
 // -> [M, N] bfloat16.
 Tensor bf16_product(const Tensor& rows, const Tensor& packed, const c10::optional<Tensor>& bias) {
+#ifndef HAS_BF16_PRODUCT
+  TORCH_CHECK(false, "bf16_product: built for x86-64 CPUs with AVX-512 BF16 only");
+  return Tensor();
+#else
   TORCH_CHECK(__builtin_cpu_supports("avx512bf16"), "bf16_product: this CPU has no AVX-512 BF16");
   TORCH_CHECK(rows.dim() == 2 && packed.dim() == 3 && rows.size(1) == 2 * packed.size(1),
               "bf16_product: rows ", rows.sizes(), " for a packed weight ", packed.sizes());
@@ -132,4 +142,5 @@ Tensor bf16_product(const Tensor& rows, const Tensor& packed, const c10::optiona
            reinterpret_cast<const uint16_t*>(packed.data_ptr()), n, b.defined() ? b.data_ptr<float>() : nullptr,
            out.data_ptr<float>());
   return out.to(at::kBFloat16);
+#endif
 }
