@@ -345,8 +345,8 @@ def prepack_linears(model: torch.nn.Module, kind: type[PrepackedLinear] = Prepac
     """Give every nn.Linear of the model the forward of `kind`, in place (only the class
     changes), the row limits of its input width where `limits` gives some (an attribute, so
     that compiled graphs read no probe), and layers that read one input one product
-    (SharedInput). The EAGLE-3 head takes PrepackedLinear: its drafts need speed, not
-    invariance. A model given its arithmetic before (then cast to another dtype, say) takes
+    (SharedInput), and packs their weights (pack_now). The EAGLE-3 head takes PrepackedLinear:
+    its drafts need speed, not invariance. A model given its arithmetic before (then cast to another dtype, say) takes
     the new one: its layers lose their packed weights, limits and groups first."""
     for module in model.modules():
         if type(module) in (torch.nn.Linear, PrepackedLinear, RowInvariantLinear):
@@ -356,6 +356,19 @@ def prepack_linears(model: torch.nn.Module, kind: type[PrepackedLinear] = Prepac
             if limits is not None and limits(module.in_features) is not None:
                 module.row_limits = limits(module.in_features)
     share_inputs(model)
+    pack_now(model)
+
+
+def pack_now(model: torch.nn.Module) -> None:
+    """Pack the weights of the model's prepackable layers now rather than at their first
+    product, so that loading pays for it (reading every weight once, a second or two for the
+    135M target) and not the first timed decode."""
+    with torch.inference_mode():
+        for module in model.modules():
+            if isinstance(module, PrepackedLinear):
+                group = module.shared_input
+                if prepackable(module.weight, group.elements if group is not None else module.weight.numel()):
+                    (group.weights if group is not None else module.packed_weights()).tensors()
 
 
 def make_row_invariant(model: torch.nn.Module) -> None:
