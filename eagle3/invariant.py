@@ -187,13 +187,20 @@ def prepackable(weight: torch.Tensor, elements: int) -> bool:
         weight.dtype != torch.float32 or elements >= FLOAT32_PREPACKED_ELEMENTS) and onednn_packs(weight.dtype)
 
 
+def own_product(weight: torch.Tensor):
+    """The C++ module whose product (eagle3/csrc/product.cpp) multiplies this prepackable
+    weight [out, in]: bfloat16 with an even number of inputs, where eagle3.native picks it;
+    else None (oneDNN's)."""
+    return bf16_products() if weight.dtype == torch.bfloat16 and weight.shape[1] % 2 == 0 else None
+
+
 def products_kernel(weight: torch.Tensor) -> str:
     """What multiplies a linear layer with this weight in decoding: "C++"
     (eagle3/csrc/product.cpp), "oneDNN" (on its prepacked weight) or "stock" (F.linear)."""
     with torch.inference_mode():
         if not prepackable(weight, weight.numel()):
             return "stock"
-    return "C++" if weight.dtype == torch.bfloat16 and bf16_products() is not None else "oneDNN"
+    return "C++" if own_product(weight) is not None else "oneDNN"
 
 
 class PackedWeights:
@@ -214,7 +221,7 @@ class PackedWeights:
             # One layer's weight is copied too: once, and the reorder copies it anyway.
             weight = torch.cat([layer.weight.detach() for layer in self.layers])
             bias = None if self.layers[0].bias is None else torch.cat([layer.bias.detach() for layer in self.layers])
-            ops = bf16_products() if weight.dtype == torch.bfloat16 and weight.shape[1] % 2 == 0 else None
+            ops = own_product(weight)
             if ops is not None:  # eagle3/csrc/product.cpp: every row's bits by construction
                 packed = ops.pack_bf16(weight)
                 self._product = lambda rows: ops.bf16_product(rows, packed, bias)
@@ -345,9 +352,10 @@ def prepack_linears(model: torch.nn.Module, kind: type[PrepackedLinear] = Prepac
     """Give every nn.Linear of the model the forward of `kind`, in place (only the class
     changes), the row limits of its input width where `limits` gives some (an attribute, so
     that compiled graphs read no probe), and layers that read one input one product
-    (SharedInput), and packs their weights (pack_now). The EAGLE-3 head takes PrepackedLinear:
-    its drafts need speed, not invariance. A model given its arithmetic before (then cast to another dtype, say) takes
-    the new one: its layers lose their packed weights, limits and groups first."""
+    (SharedInput), and packs their weights (pack_now). The EAGLE-3 head takes
+    PrepackedLinear: its drafts need speed, not invariance. A model given its arithmetic
+    before (then cast to another dtype, say) takes the new one: its layers lose their packed
+    weights, limits and groups first."""
     for module in model.modules():
         if type(module) in (torch.nn.Linear, PrepackedLinear, RowInvariantLinear):
             for stale in ("_packed", "row_limits", "shared_input"):

@@ -8,7 +8,6 @@ layers are (2, L // 2, L - 3), the EAGLE-3 reference choice.
 
 from __future__ import annotations
 
-import functools
 import os
 import platform
 import re

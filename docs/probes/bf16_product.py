@@ -7,25 +7,14 @@ every row of the C++ product has the bits it has alone.
 """
 
 import argparse
-import statistics
-import time
 
 import torch
 
 from eagle3.native import layer_ops
+from eagle3.transfer import call_seconds
 
+CPU = torch.device("cpu")
 SHAPES = {"q/k/v": (960, 576), "gate/up": (3072, 576), "down": (576, 1536), "lm_head": (49152, 576)}
-
-
-def microseconds(fn, calls: int) -> float:
-    for _ in range(5):
-        fn()
-    times = []
-    for _ in range(calls):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times) * 1e6
 
 
 def main() -> None:
@@ -46,8 +35,9 @@ def main() -> None:
             rows = torch.randn(m, inputs, generator=generator).to(torch.bfloat16)
             together = ops.bf16_product(rows, packed, None)
             alone = torch.cat([ops.bf16_product(row[None], packed, None) for row in rows])
-            cpp = microseconds(lambda: ops.bf16_product(rows, packed, None), calls)
-            mkldnn = microseconds(lambda: torch.ops.mkldnn._linear_pointwise(rows, onednn, None, "none", [], ""), calls)
+            cpp = call_seconds(lambda: ops.bf16_product(rows, packed, None), CPU, calls) * 1e6
+            mkldnn = call_seconds(lambda: torch.ops.mkldnn._linear_pointwise(rows, onednn, None, "none", [], ""), CPU,
+                                  calls) * 1e6
             print(f"{name + f' {outputs} x {inputs}':<22}{m:>5}{cpp:>10.1f}{mkldnn:>11.1f}  {torch.equal(together, alone)}")
 
 
