@@ -27,7 +27,7 @@ def test_every_row_gets_its_bits_alone(outputs, inputs):
     packed = layer_ops().pack_bf16(weight)
     rows = torch.randn(70, inputs, generator=generator).to(torch.bfloat16)
     alone = torch.cat([layer_ops().bf16_product(row[None], packed, bias) for row in rows])
-    for m in (2, 3, 4, 5, 16, 33, 70):
+    for m in (2, 3, 4, 5, 6, 7, 9, 10, 11, 16, 33, 70):  # every tiling of the rows (product.cpp, all_rows)
         assert torch.equal(layer_ops().bf16_product(rows[:m], packed, bias), alone[:m]), m
 
 
@@ -38,6 +38,23 @@ def test_within_bfloat16_rounding_of_the_exact_product():
     exact = rows.double() @ weight.double().T + bias.double()
     magnitude = rows.double().abs() @ weight.double().abs().T  # what a float32 sum's own rounding scales with
     assert ((out - exact).abs() <= exact.abs() * 2 ** -8 + magnitude * 2 ** -16).all()  # one rounding to bfloat16
+
+
+def test_sums_round_to_bfloat16_as_torch_converts():
+    """Zero rows' sums are the bias itself, so their output is the float32 bias as the kernel
+    rounds it: to nearest even, ties, denormals, infinities and NaN as torch converts them.
+    (Not -0.0: 0 + -0.0 is +0.0 before any rounding.)
+    Twenty columns: a full block of sixteen and a partial one."""
+    one = 2.0 ** -8  # half of bfloat16's last place at 1: a tie
+    bias = torch.tensor([1 + one, 1 + 3 * one, 1 + one + 2 ** -20, -(1 + one), -(1 + 3 * one), 2 ** -130,
+                         -3 * 2 ** -140, 1e-45, float("nan"), float("inf"), -float("inf"), 3.4e38, -3.4e38, 0.0,
+                         65504.0, 1 / 3, -2 / 3, 1 + one, 2 ** -126 * (1 + one), 2 ** -126 * (1 + 3 * one)], dtype=torch.float32)
+    packed = layer_ops().pack_bf16(torch.zeros(20, 8, dtype=torch.bfloat16))
+    out = layer_ops().bf16_product(torch.zeros(3, 8, dtype=torch.bfloat16), packed, bias)
+    expected = bias.to(torch.bfloat16).expand(3, -1)
+    assert torch.equal(out.isnan(), expected.isnan())
+    numbers = ~expected.isnan()
+    assert torch.equal(out[numbers].view(torch.int16), expected[numbers].view(torch.int16))
 
 
 def test_bad_shapes_and_dtypes_are_named():

@@ -1,12 +1,15 @@
 """The C++ bfloat16 product (eagle3/csrc/product.cpp) against oneDNN's prepacked one, on
-random weights of SmolLM2's shapes, for 1, 4 and 16 rows: microseconds a call (medians of
+random weights of SmolLM2's shapes, for --rows rows: microseconds a call (medians of
 repeated calls, so the small weights sit in cache and the lm_head's do not), and whether
-every row of the C++ product has the bits it has alone.
+every row of the C++ product has the bits it has alone. Then the C++ products of a whole
+step, 30 layers' own weights and the lm_head, as a decoding step reads them: from memory.
 
-    PYTHONPATH=. python docs/probes/bf16_product.py [--threads 2]
+    PYTHONPATH=. python docs/probes/bf16_product.py [--threads 2] [--rows 1,4,16]
 """
 
 import argparse
+import statistics
+import time
 
 import torch
 
@@ -14,13 +17,15 @@ from eagle3.native import layer_ops
 from eagle3.transfer import call_seconds
 
 CPU = torch.device("cpu")
-SHAPES = {"q/k/v": (960, 576), "gate/up": (3072, 576), "down": (576, 1536), "lm_head": (49152, 576)}
+SHAPES = {"q/k/v": (960, 576), "o": (576, 576), "gate/up": (3072, 576), "down": (576, 1536), "lm_head": (49152, 576)}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--rows", default="1,4,16", help="row counts, comma-separated")
     args = parser.parse_args()
+    row_counts = [int(m) for m in args.rows.split(",")]
     torch.set_num_threads(args.threads)
     ops = layer_ops()
     if ops is None:
@@ -31,7 +36,7 @@ def main() -> None:
         weight = (torch.randn(outputs, inputs, generator=generator) * 0.05).to(torch.bfloat16)
         packed, onednn = ops.pack_bf16(weight), torch.ops.mkldnn._reorder_linear_weight(weight, 1)
         calls = 20 if outputs * inputs > 10_000_000 else 300
-        for m in (1, 4, 16):
+        for m in row_counts:
             rows = torch.randn(m, inputs, generator=generator).to(torch.bfloat16)
             together = ops.bf16_product(rows, packed, None)
             alone = torch.cat([ops.bf16_product(row[None], packed, None) for row in rows])
@@ -39,6 +44,30 @@ def main() -> None:
             mkldnn = call_seconds(lambda: torch.ops.mkldnn._linear_pointwise(rows, onednn, None, "none", [], ""), CPU,
                                   calls) * 1e6
             print(f"{name + f' {outputs} x {inputs}':<22}{m:>5}{cpp:>10.1f}{mkldnn:>11.1f}  {torch.equal(together, alone)}")
+    step_from_memory(ops, generator, row_counts)
+
+
+def step_from_memory(ops, generator: torch.Generator, row_counts: list[int], layers: int = 30) -> None:
+    """A step's products on `layers` layers of distinct weights (more bytes than the caches
+    hold), then the lm_head: milliseconds and GB/s of weights read, medians of 7 steps."""
+    packed = [ops.pack_bf16((torch.randn(outputs, inputs, generator=generator) * 0.05).to(torch.bfloat16))
+              for _ in range(layers) for name, (outputs, inputs) in SHAPES.items() if name != "lm_head"]
+    lm_head = ops.pack_bf16((torch.randn(*SHAPES["lm_head"], generator=generator) * 0.05).to(torch.bfloat16))
+    layer_bytes = sum(w.numel() * 2 for w in packed)
+    print(f"\na step from memory: {layers} layers ({layer_bytes / 1e6:.0f} MB), then the lm_head")
+    for m in row_counts:
+        inputs = {k: torch.randn(m, k, generator=generator).to(torch.bfloat16) for k in {2 * w.shape[1] for w in packed}}
+        times = []
+        for _ in range(7):
+            start = time.perf_counter()
+            for weight in packed:
+                ops.bf16_product(inputs[2 * weight.shape[1]], weight, None)
+            middle = time.perf_counter()
+            ops.bf16_product(inputs[576], lm_head, None)
+            times.append((middle - start, time.perf_counter() - middle))
+        layer_s, head_s = (statistics.median(t[i] for t in times) for i in (0, 1))
+        print(f"{m:>3} rows: layers {layer_s * 1e3:6.2f} ms ({layer_bytes / layer_s / 1e9:5.1f} GB/s), "
+              f"lm_head {head_s * 1e3:5.2f} ms ({lm_head.numel() * 2 / head_s / 1e9:5.1f} GB/s)")
 
 
 if __name__ == "__main__":

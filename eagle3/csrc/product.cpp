@@ -20,6 +20,7 @@
 
 #include <ATen/Parallel.h>
 
+#include <algorithm>
 #include <cstdint>
 
 using at::Tensor;
@@ -35,14 +36,25 @@ constexpr int64_t BLOCKS = 4;  // blocks a tile sums at once, four independent r
 
 namespace {
 
-#define BF16_TARGET __attribute__((target("avx512f,avx512bf16")))
+#define BF16_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
+
+// float32 -> bfloat16 as c10::BFloat16 converts: to nearest even (denormals kept, where
+// vcvtneps2bf16 would flush them), a NaN to a quiet NaN.
+BF16_TARGET inline __m256i to_bf16(__m512 x) {
+  const __m512i bits = _mm512_castps_si512(x);
+  const __m512i odd = _mm512_and_si512(_mm512_srli_epi32(bits, 16), _mm512_set1_epi32(1));
+  __m512i rounded = _mm512_srli_epi32(_mm512_add_epi32(bits, _mm512_add_epi32(odd, _mm512_set1_epi32(0x7FFF))), 16);
+  rounded = _mm512_mask_blend_epi32(_mm512_cmp_ps_mask(x, x, _CMP_ORD_Q), _mm512_set1_epi32(0x7FC0), rounded);
+  return _mm512_cvtepi32_epi16(rounded);
+}
 
 // R rows (their pairs [R][pairs] as 32-bit words) times B blocks of `width` columns each
-// (LANES, or fewer in a last partial block) -> float32 sums, plus the bias, stored to out.
+// (LANES, or fewer in a last partial block) -> float32 sums, plus the bias, each rounded once
+// to bfloat16 (to_bf16) and stored to out.
 // R and B are constants, so that the R * B running sums can stay in registers.
 template <int R, int B>
 BF16_TARGET void tile(const uint32_t* rows, int64_t pairs, const uint16_t* weight, int64_t block_stride,
-                      int64_t width, const float* bias, float* out, int64_t out_stride) {
+                      int64_t width, const float* bias, uint16_t* out, int64_t out_stride) {
   const __mmask16 lanes = width == LANES ? 0xFFFF : static_cast<__mmask16>((1u << width) - 1);
   // The loops over r and b are unrolled in full, so that the sums live in registers.
   __m512 sums[R][B];
@@ -67,30 +79,46 @@ BF16_TARGET void tile(const uint32_t* rows, int64_t pairs, const uint16_t* weigh
     for (int b = 0; b < B; ++b) {
       __m512 sum = sums[r][b];
       if (bias != nullptr) sum = _mm512_add_ps(sum, _mm512_maskz_loadu_ps(lanes, bias + b * LANES));
-      _mm512_mask_storeu_ps(out + r * out_stride + b * LANES, lanes, sum);
+      _mm256_mask_storeu_epi16(out + r * out_stride + b * LANES, lanes, to_bf16(sum));
     }
 }
 
-// Every row times B blocks: four rows at a time, then one at a time (the same sums either way).
+// Every row times B blocks. A tile of R rows makes R * B independent running sums, and under
+// about 16 of them each waits on the one before it, so the rows go in tiles of four, and the
+// last four to seven rows in one or two tiles of their own (at most 24 sums, which with the
+// weights' vectors fit the 32 registers); a row's sums are the same in any tile.
 template <int B>
 BF16_TARGET void all_rows(const uint32_t* rows, int64_t m, int64_t pairs, const uint16_t* weight,
-                          int64_t block_stride, int64_t width, const float* bias, float* out, int64_t n) {
+                          int64_t block_stride, int64_t width, const float* bias, uint16_t* out, int64_t n) {
   int64_t r = 0;
-  for (; r + 4 <= m; r += 4) tile<4, B>(rows + r * pairs, pairs, weight, block_stride, width, bias, out + r * n, n);
-  for (; r < m; ++r) tile<1, B>(rows + r * pairs, pairs, weight, block_stride, width, bias, out + r * n, n);
+  auto rows_of = [&](auto kernel, int64_t count) {
+    kernel(rows + r * pairs, pairs, weight, block_stride, width, bias, out + r * n, n);
+    r += count;
+  };
+  while (m - r >= 8) rows_of(tile<4, B>, 4);
+  switch (m - r) {
+    case 7: rows_of(tile<4, B>, 4); rows_of(tile<3, B>, 3); break;
+    case 6: rows_of(tile<6, B>, 6); break;
+    case 5: rows_of(tile<5, B>, 5); break;
+    case 4: rows_of(tile<4, B>, 4); break;
+    case 3: rows_of(tile<3, B>, 3); break;
+    case 2: rows_of(tile<2, B>, 2); break;
+    case 1: rows_of(tile<1, B>, 1); break;
+  }
 }
 
+// The threads split the blocks evenly; each goes through its own in groups of BLOCKS (the
+// partial last block alone).
 BF16_TARGET void multiply(const uint32_t* rows, int64_t m, int64_t pairs, const uint16_t* weight, int64_t n,
-                          const float* bias, float* out) {
-  const int64_t full = n / LANES, groups = (full + BLOCKS - 1) / BLOCKS, block_stride = pairs * LANES * 2;
-  const int64_t tail = n % LANES;
-  at::parallel_for(0, groups + (tail ? 1 : 0), 1, [&](int64_t begin, int64_t end) {
-    for (int64_t g = begin; g < end; ++g) {
-      const int64_t first = g == groups ? full : g * BLOCKS;  // the last, partial block alone
+                          const float* bias, uint16_t* out) {
+  const int64_t full = n / LANES, tail = n % LANES, block_stride = pairs * LANES * 2;
+  at::parallel_for(0, full + (tail ? 1 : 0), BLOCKS, [&](int64_t begin, int64_t end) {
+    for (int64_t first = begin, count; first < end; first += count) {
       const uint16_t* w = weight + first * block_stride;
       const float* b = bias == nullptr ? nullptr : bias + first * LANES;
-      float* o = out + first * LANES;
-      switch (g == groups ? 0 : std::min(BLOCKS, full - first)) {
+      uint16_t* o = out + first * LANES;
+      count = first == full ? 1 : std::min({BLOCKS, end - first, full - first});
+      switch (first == full ? 0 : count) {
         case 0: all_rows<1>(rows, m, pairs, w, block_stride, tail, b, o, n); break;
         case 1: all_rows<1>(rows, m, pairs, w, block_stride, LANES, b, o, n); break;
         case 2: all_rows<2>(rows, m, pairs, w, block_stride, LANES, b, o, n); break;
@@ -135,12 +163,12 @@ Tensor bf16_product(const Tensor& rows, const Tensor& packed, const c10::optiona
               "bf16_product: bfloat16 rows and weight");
   const auto x = rows.contiguous();
   const int64_t m = x.size(0), n = packed.size(0);
-  auto out = at::empty({m, n}, x.options().dtype(at::kFloat));
+  auto out = at::empty({m, n}, x.options());
   Tensor b;
   if (bias.has_value() && bias->defined()) b = bias->to(at::kFloat).contiguous();
   multiply(reinterpret_cast<const uint32_t*>(x.data_ptr()), m, packed.size(1),
            reinterpret_cast<const uint16_t*>(packed.data_ptr()), n, b.defined() ? b.data_ptr<float>() : nullptr,
-           out.data_ptr<float>());
-  return out.to(at::kBFloat16);
+           reinterpret_cast<uint16_t*>(out.data_ptr()));
+  return out;
 #endif
 }
