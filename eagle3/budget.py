@@ -41,14 +41,17 @@ from typing import TYPE_CHECKING
 import torch
 
 from eagle3.target import Target
-from eagle3.transfer import call_seconds
+from eagle3.transfer import clock
 from eagle3.tree import MAX_DEPTH, DraftTree
 
 if TYPE_CHECKING:
     from eagle3.decoding import GenerationConfig, Settled
 
 NODE_BUDGETS = ("measured", "fixed")  # a NodeBudget cuts each round's trees, or the tree config's size is kept
-MEASURED_NODES = (1, 2, 4, 8, 16, 32, 64)  # the tree sizes whose verification is timed (root included)
+# The tree sizes whose verification is timed (root included). Between them the cost is taken
+# as linear, but a CPU's products take rows in tiles (eagle3/csrc/product.cpp: fours, the
+# last five or six rows in one), so its curve has steps, measured at 6 and 12 too.
+MEASURED_NODES = (1, 2, 4, 6, 8, 12, 16, 32, 64)
 HEAD_SOURCES = ("head", "both")  # the nodes a round would not have without the head's drafting
 LONGEST_REST = 16  # rounds the head rests at most before it drafts again
 
@@ -94,10 +97,12 @@ _MEASURED: "weakref.WeakKeyDictionary[torch.nn.Module, VerifyCosts]" = weakref.W
 
 @torch.inference_mode()
 def measure_verify_costs(target: Target, nodes: tuple[int, ...] = MEASURED_NODES, context: int = 128,
-                         repeats: int = 3) -> VerifyCosts:
+                         repeats: int = 5) -> VerifyCosts:
     """The target's verification curve on its device: the fastest of `repeats` forwards per
     size after a prefill of `context` random tokens (a busy machine only ever adds time),
-    made non-decreasing. Measured once per model and process."""
+    made non-decreasing. The sizes take turns, one forward each a pass, so that a slow spell
+    of the machine (another process, the host) lands on every size alike and the curve's
+    shape, which prices the trees, keeps. Measured once per model and process."""
     known = _MEASURED.get(target.model)
     if known is not None and known.nodes == tuple(nodes):
         return known
@@ -106,7 +111,15 @@ def measure_verify_costs(target: Target, nodes: tuple[int, ...] = MEASURED_NODES
     ids = torch.randint(0, target.vocab_size, (1, max(context, max(nodes))), device=device,
                         generator=torch.Generator(device).manual_seed(0))
     target.forward(ids[:, :context], torch.arange(context, device=device)[None], cache, logits_to_keep=1)
-    seconds = [call_seconds(verify_step(target, cache, ids, context, n), device, repeats, min) for n in nodes]
+    calls = [verify_step(target, cache, ids, context, n) for n in nodes]
+    for call in calls:  # warm-up
+        call()
+    seconds = [math.inf] * len(nodes)
+    for _ in range(repeats):
+        for i, call in enumerate(calls):
+            start = clock(device)
+            call()
+            seconds[i] = min(seconds[i], clock(device) - start)
     costs = VerifyCosts(tuple(nodes), tuple(min(seconds[i:]) for i in range(len(seconds))))
     _MEASURED[target.model] = costs
     return costs

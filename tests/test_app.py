@@ -11,6 +11,7 @@ import pytest
 import torch
 
 import app
+from eagle3.budget import MEASURED_NODES
 from eagle3.decoder_layer import forward_kind
 from eagle3.report import system_chromium
 from eagle3.target import device_name
@@ -49,7 +50,7 @@ def test_respond_streams_and_checks_losslessness():
     rounds = len(data["rounds"]["round"])
     assert rounds == len(trees) + 1 or rounds == len(trees)  # the last round may have had no room to draft
     # The node budget: the measured verification curve it priced trees by, and the sizes it chose
-    assert data["budget"]["nodes"][0] == 1 and data["budget"]["steps"][0] == 1.0 and len(data["budget"]["steps"]) == 7
+    assert data["budget"]["nodes"][0] == 1 and data["budget"]["steps"][0] == 1.0 and len(data["budget"]["steps"]) == len(MEASURED_NODES)
     assert sum(count for _, count in data["budget"]["verified"]) == rounds
     assert max(n for n, _ in data["budget"]["verified"]) <= 10 and "nodes/round" in summary
     plain_seconds = data["speed"]["plain"]["seconds"]
@@ -319,7 +320,7 @@ def test_real_browser(served):
         assert page.evaluate("typeof Plotly") == "object"
         assert page.evaluate("document.querySelector('#chart-speed').data.map(t => t.name)") == ["EAGLE-3", "plain"]
         assert page.evaluate("document.querySelector('#chart-tau').data[1].y.length") > 0
-        assert page.evaluate("document.querySelector('#chart-budget').data[1].x.length") == 7  # the measured curve
+        assert page.evaluate("document.querySelector('#chart-budget').data[1].x.length") == len(MEASURED_NODES)  # the measured curve
         updates = int(page.locator("#charts .chart-status").inner_text().split()[0])
         assert updates >= 5
         # The replay plays both replies again at their measured pace, with a time line on the chart.
