@@ -28,6 +28,7 @@ from eagle3.checks import integer_in
 from eagle3.drafters import Drafter
 from eagle3.events import RoundEvent, Token
 from eagle3.kv_cache import KVCache
+from eagle3.native import argmax
 from eagle3.target import Target
 from eagle3.text import IncrementalDetokenizer
 from eagle3.tree import DraftTree, stack_trees
@@ -150,7 +151,7 @@ def read_verdicts(logits: torch.Tensor, trees: list[DraftTree], runs: list[Run])
     """What each row's walk needs from its logits [B, n, V] (n at least its tree's size), in
     one read: the target's argmax at each node (greedy), or sampled_draws' draws."""
     if runs[0].sampling.greedy:
-        return transfer.to_host(logits.argmax(-1))[0]
+        return transfer.to_host(argmax(logits))[0]
     return transfer.to_host(*[sampled_draws(target_probs(logits[b, : len(tree)], run.sampling), tree, run.generator)
                               for b, (tree, run) in enumerate(zip(trees, runs))])
 

@@ -1,9 +1,11 @@
 """The lean decoder layer's C++ twin (eagle3/csrc/decoder_layer.cpp), the attention it
-calls (eagle3/csrc/attention.cpp) and a bfloat16 product (eagle3/csrc/product.cpp), built
-once per machine; and what this CPU has.
+calls (eagle3/csrc/attention.cpp), a bfloat16 product (eagle3/csrc/product.cpp) and the
+greedy verdict's argmax (eagle3/csrc/argmax.cpp), built once per machine; and what this CPU
+has.
 
     ops = layer_ops()         # the built module, or None where it cannot be built
     ops = bf16_products()     # the same module where its product serves this CPU, else None
+    tokens = argmax(logits)   # torch.argmax(logits, -1), in C++ where it can be
 
 torch.utils.cpp_extension builds it on first use (a C++ compiler and ninja; a few tens of
 seconds on 2 cores) into its cache, TORCH_EXTENSIONS_DIR (by default
@@ -28,7 +30,7 @@ import sys
 import torch
 
 SOURCES = [os.path.join(os.path.dirname(os.path.abspath(__file__)), "csrc", name)
-           for name in ("decoder_layer.cpp", "attention.cpp", "product.cpp")]
+           for name in ("decoder_layer.cpp", "attention.cpp", "product.cpp", "argmax.cpp")]
 # The vector instructions the attention's loops are compiled for: those ATen itself runs on
 # this CPU. Its sums keep their order whatever the vector width (attention.cpp).
 CPU_FLAGS = {"AVX512": ["-mavx512f", "-mavx512bw", "-mavx512vl", "-mavx512dq", "-mavx2", "-mfma",
@@ -87,3 +89,11 @@ def bf16_products():
     if choice == "onednn" or kind is None or (kind == "AMX" and choice == "auto"):
         return None
     return layer_ops()
+
+
+def argmax(logits: torch.Tensor) -> torch.Tensor:
+    """logits [..., V] -> [...] int64, torch.argmax(logits, -1) (the first of equal largest
+    values, a NaN before any number): in one vectorised pass per row (eagle3/csrc/argmax.cpp)
+    for float32 logits on a CPU where the module is built."""
+    ops = layer_ops() if logits.device.type == "cpu" and logits.dtype == torch.float32 else None
+    return logits.argmax(-1) if ops is None else ops.argmax(logits)

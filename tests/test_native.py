@@ -1,10 +1,37 @@
 """eagle3.native: where the C++ decoder layer and attention cannot be built, it says why once
-and the Python ones run; EAGLE3_NATIVE=0 leaves them unbuilt. (That the C++ layer computes
-the Python layer's bits is tests/test_invariant.py's, the attention's tests/test_attention.py's.)"""
+and the Python ones run; EAGLE3_NATIVE=0 leaves them unbuilt; its argmax is torch.argmax's.
+(That the C++ layer computes the Python layer's bits is tests/test_invariant.py's, the
+attention's tests/test_attention.py's.)"""
 
+import pytest
+import torch
 import torch.utils.cpp_extension
 
 from eagle3 import native
+
+
+@pytest.mark.skipif(native.layer_ops() is None, reason="needs the C++ build (a C++ compiler and ninja)")
+def test_argmax_is_torchs():
+    """Rows of logits whose largest value recurs (the first wins), sits in the last lanes or
+    the tail past the last sixteen, is -inf everywhere, or is beaten by a NaN (the first NaN
+    wins), at widths under, at and over a vector's sixteen."""
+    generator = torch.Generator().manual_seed(0)
+    for width in (1, 5, 16, 17, 49152, 49157):
+        logits = torch.randn(3, 7, width, generator=generator)
+        logits[0, 1] = 2.0  # every value the largest
+        logits[0, 2] = -float("inf")
+        logits[1, 0, -1] = 99.0  # the last value, in the tail where there is one
+        logits[1, 1, width // 2] = logits[1, 1, width - 1] = 50.0
+        logits[2, 0, width - 1] = float("nan")
+        logits[2, 1, width // 3] = float("nan")
+        logits[2, 1, 0] = float("nan")
+        logits[2, 2, :16] = 7.0  # ties in every lane of the first vector
+        expected = logits.argmax(-1)
+        assert torch.equal(native.argmax(logits), expected), width
+        assert torch.equal(native.argmax(logits[:, 3:5]), expected[:, 3:5])  # not contiguous
+    with pytest.raises(RuntimeError, match="argmax: float32 logits"):
+        native.layer_ops().argmax(torch.zeros(2, 0))
+    assert torch.equal(native.argmax(torch.tensor([[1.0, 3.0, 3.0]], dtype=torch.bfloat16)), torch.tensor([1]))
 
 
 def test_a_failed_build_is_named_and_leaves_the_python_layer(monkeypatch, capsys):

@@ -142,6 +142,7 @@ Tensor rotate(const Tensor& x, const Tensor& cos, const Tensor& sin) {
 
 Tensor exact_attention(const Tensor& query, const Tensor& key, const Tensor& value, const OptionalTensor& mask,
                        double scaling);  // attention.cpp
+Tensor last_argmax(const Tensor& logits);  // argmax.cpp
 
 namespace {
 
@@ -209,4 +210,5 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("attention", &exact_attention);
   m.def("pack_bf16", &pack_bf16);
   m.def("bf16_product", &bf16_product);
+  m.def("argmax", &last_argmax);
 }

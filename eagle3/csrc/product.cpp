@@ -83,10 +83,11 @@ BF16_TARGET void tile(const uint32_t* rows, int64_t pairs, const uint16_t* weigh
     }
 }
 
-// Every row times B blocks. A tile of R rows makes R * B independent running sums, and under
-// about 16 of them each waits on the one before it, so the rows go in tiles of four, and the
-// last four to seven rows in one or two tiles of their own (at most 24 sums, which with the
-// weights' vectors fit the 32 registers); a row's sums are the same in any tile.
+// Every row times B blocks. A tile of R rows makes R * B independent running sums, and with
+// fewer than about 16 of them each vdpbf16ps waits on the one before it in its sum, so the
+// rows go in tiles of four, and the last four to seven (or all of fewer than four) in one or
+// two tiles of their own size (at most 24 sums, which with the weights' vectors fit the 32
+// registers). A row's sums are the same in any tile.
 template <int B>
 BF16_TARGET void all_rows(const uint32_t* rows, int64_t m, int64_t pairs, const uint16_t* weight,
                           int64_t block_stride, int64_t width, const float* bias, uint16_t* out, int64_t n) {
