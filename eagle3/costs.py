@@ -9,7 +9,7 @@ CPUs with exact bfloat16). After a prefill of --context tokens it times, as medi
 plain decoding step, one draft level (top_k nodes through the head, from the difference
 between drafting 1 and `depth` levels), and the verification of 1 to 64 tokens, in
 milliseconds and in one-node rounds (the curve eagle3.budget prices trees by, which it
-measures itself at start, by the fastest of three). Plain decoding is memory bound: its
+measures itself at start, by the fastest of five). Plain decoding is memory bound: its
 ceiling is the memory bandwidth over the bytes of the target's weights. The bandwidth is
 the device's peak for the known GPUs (or --bandwidth-gb-s), else the read bandwidth torch
 measures here (a sum over a tensor far larger than the caches, the best of five), over the
