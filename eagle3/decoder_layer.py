@@ -32,7 +32,7 @@ import types
 import torch
 from transformers.activations import SiLUActivation
 
-from eagle3.invariant import PrepackedLinear, RowLimits, SharedInput, invariant_attention, prepackable
+from eagle3.invariant import PrepackedLinear, RowLimits, SharedInput, invariant_attention
 from eagle3.native import layer_ops
 
 
@@ -58,7 +58,7 @@ def stock_where_unpacked(forward):
     def layer_forward(self, hidden_states: torch.Tensor, attention_mask=None, position_embeddings=None,
                       past_key_values=None, **kwargs) -> torch.Tensor:
         q_proj = self.self_attn.q_proj  # its group's stacked q/k/v weight is what is packed
-        if position_embeddings is None or not prepackable(q_proj.weight, q_proj.shared_input.elements):
+        if position_embeddings is None or not q_proj.packs():
             return type(self).forward(self, hidden_states, attention_mask=attention_mask,
                                       position_embeddings=position_embeddings, past_key_values=past_key_values,
                                       **kwargs)

@@ -25,7 +25,7 @@ from transformers import LlamaConfig
 from transformers.models.llama.modeling_llama import LlamaMLP, LlamaRMSNorm, LlamaRotaryEmbedding, apply_rotary_pos_emb
 
 from eagle3.decoder_layer import native_fits
-from eagle3.invariant import SharedInput, prepackable
+from eagle3.invariant import SharedInput
 from eagle3.kv_cache import KVCache, PreallocatedLayer
 from eagle3.native import layer_ops
 
@@ -256,7 +256,7 @@ class Eagle3DecoderLayer(nn.Module):
         qkv = getattr(self.self_attn.q_proj, "shared_input", None)  # set on prepacked layers only
         gate_up = getattr(self.mlp.gate_proj, "shared_input", None)
         return (isinstance(qkv, SharedInput) and isinstance(gate_up, SharedInput)
-                and prepackable(self.self_attn.q_proj.weight, qkv.elements) and native_fits(self))
+                and self.self_attn.q_proj.packs() and native_fits(self))
 
     def native_forward(self, embeds, hidden, cos, sin, mask, cache: PreallocatedLayer):
         """forward in two C++ calls, the cache written between them; the attention is

@@ -264,9 +264,14 @@ class PrepackedLinear(torch.nn.Linear):
     shared_input: SharedInput | None = None
     row_limits: RowLimits = ANY_ROWS
 
+    def packs(self) -> bool:
+        """Whether its products run on the packed weight (its group's, where it has one)."""
+        group = self.shared_input
+        return prepackable(self.weight, group.elements if group is not None else self.weight.numel())
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         group = self.shared_input
-        if prepackable(self.weight, group.elements if group is not None else self.weight.numel()):
+        if self.packs():
             return group.output(self, x) if group is not None else self.packed_product(x)
         if self.row_limits == ANY_ROWS:
             return F.linear(x, self.weight, self.bias)
@@ -373,10 +378,9 @@ def pack_now(model: torch.nn.Module) -> None:
     135M target) and not the first timed decode."""
     with torch.inference_mode():
         for module in model.modules():
-            if isinstance(module, PrepackedLinear):
+            if isinstance(module, PrepackedLinear) and module.packs():
                 group = module.shared_input
-                if prepackable(module.weight, group.elements if group is not None else module.weight.numel()):
-                    (group.weights if group is not None else module.packed_weights()).tensors()
+                (group.weights if group is not None else module.packed_weights()).tensors()
 
 
 def make_row_invariant(model: torch.nn.Module) -> None:
