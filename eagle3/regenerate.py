@@ -24,6 +24,7 @@ from tqdm import tqdm
 from eagle3.acceptance import SamplingConfig, sample_rows
 from eagle3.decoding import prefill
 from eagle3.kv_cache import SlotKVCache
+from eagle3.native import argmax
 from eagle3.target import Target, load_target
 
 DEFINITION = re.compile(r"^[ \t]*(?:async[ \t]+)?(?:def|class)[ \t]+\w+")
@@ -114,7 +115,7 @@ def generate_replies(target: Target, prompts: list[list[int]], max_new_tokens: i
 
     def pick(logits: torch.Tensor) -> torch.Tensor:
         if sampling.greedy:
-            return logits.argmax(-1)
+            return argmax(logits)
         return sample_rows(logits, sampling, generator)
 
     def take(slot: int, token: int) -> None:

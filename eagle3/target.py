@@ -24,7 +24,7 @@ from eagle3.invariant import (NAME as INVARIANT_ATTENTION, cache_dtype, exact_ro
 from eagle3.gguf import dequantized, find_gguf
 from eagle3.kv_cache import KVCache
 from eagle3.masks import additive_mask, in_window, ragged_allowed
-from eagle3.native import cpu_bf16_kind, cpu_info
+from eagle3.native import argmax, cpu_bf16_kind, cpu_info
 
 SUPPORTED_FAMILIES = ("llama", "qwen2", "qwen3", "mistral")
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
@@ -218,7 +218,7 @@ class Target:
         tokens, normalizers = [], []
         for block in hidden.split(chunk):
             logits = self.model.lm_head(block.to(self.dtype)).float()
-            tokens.append(logits.argmax(-1))
+            tokens.append(argmax(logits))
             normalizers.append(torch.logsumexp(logits, -1))
         return torch.cat(tokens), torch.cat(normalizers)
 
