@@ -18,9 +18,12 @@ with a hardware price, as in Sequoia and SpecExec. Rows of a batch share one n, 
 the batch's token count. The curve was measured at a short context; each round's time scales
 it to the context and load of the moment.
 
-Before a round, the budget also says how many levels the head drafts (`levels`): one more
-than the deepest head node it kept lately, since deeper drafts would be cut anyway and
-drafting them costs, and none at all while the head does not pay. Whether it pays is the
+Before a round, the budget also says how far the head drafts (`limits`): at most one level
+more than the deepest head node it kept lately, since deeper drafts would be cut anyway and
+drafting them costs; within the round, no level whose nodes could not be worth their
+verification (each cut prices a further node in expected tokens, and a node's chance is at
+most its calibrated exp(score), which never rises along a path); and none at all while the
+head does not pay. Whether it pays is the
 best rate with its nodes and its draft time against the best without them (plain decoding,
 or the copies alone), averaged over recent rounds. Where a verified node costs much of a
 step (float32 on a CPU without AMX or AVX-512 BF16, say) the head rests, so speculation
@@ -42,7 +45,7 @@ import torch
 
 from eagle3.target import Target
 from eagle3.transfer import clock
-from eagle3.tree import MAX_DEPTH, DraftTree
+from eagle3.tree import MAX_DEPTH, NO_FLOOR, DraftLimits, DraftTree
 
 if TYPE_CHECKING:
     from eagle3.decoding import GenerationConfig, Settled
@@ -141,7 +144,7 @@ class NodeBudget:
     """Cuts each round's trees to the node count with the most expected tokens per second."""
 
     costs: VerifyCosts
-    memory: float = 0.9  # weight of the past in the calibration's sums, per round that drafts the class
+    memory: float = 0.9  # weight of the past in the calibration's sums (per round that drafts the class) and the price
     prior: float = 1.0  # how many predicted drafts the depth above weighs in a depth's calibration
     accepted: dict[tuple[str, int], float] = field(default_factory=dict)  # decayed sums per (class, depth) of
     predicted: dict[tuple[str, int], float] = field(default_factory=dict)  # accepted drafts and their predicted number
@@ -154,38 +157,49 @@ class NodeBudget:
     next_rest: int = 1  # the next rest's length, doubled while the head keeps losing
     kept_depths: deque = field(default_factory=deque)  # per recent round the head drafted: its deepest kept node
     priced: tuple[float, int] | None = None  # this round's draft seconds and verified tokens
+    price: float | None = None  # expected tokens a further verified node must bring to pay, recently
+    floors: bool = True  # whether limits() sets floors: the draft then reads each level's best score, a wait on a GPU
 
     def __post_init__(self):
         self.kept_depths = deque(self.kept_depths, maxlen=self.depth_window)
 
-    def levels(self) -> int:
-        """The most levels the head drafts this round: 0 while it rests."""
+    def limits(self) -> DraftLimits:
+        """How far the head drafts this round: no levels while it rests; at most one more than
+        its deepest node kept lately; no depth d where a node's calibrated exp(score), the most
+        its chance can be, stays under the price (floors[d] = log(price / calibration))."""
         if self.rest:
             self.rest -= 1
-            return 0
-        return min(MAX_DEPTH, max(self.kept_depths) + 1) if self.kept_depths else MAX_DEPTH
+            return DraftLimits(0)
+        levels = min(MAX_DEPTH, max(self.kept_depths) + 1) if self.kept_depths else MAX_DEPTH
+        if not (self.floors and self.price):
+            return DraftLimits(levels)
+        return DraftLimits(levels, tuple(NO_FLOOR if d == 0 else math.log(self.price / calibration)
+                                         for d, calibration in enumerate(self.calibrations("head", levels))))
 
-    def calibration(self, kind: str, depth: int) -> float:
+    def calibrations(self, kind: str, depth: int) -> list[float]:
         """Accepted drafts per predicted one, recently, for the head's or the copies' nodes at
-        this depth: the head is over- or under-confident by depth, and copies come in streaks
-        that d * log(hit rate) undervalues. Each depth's ratio is shrunk toward the one above
-        (1 above the first), so a depth seldom verified lately takes its parent's and the cut
+        each depth 0..depth (1 at the root): the head is over- or under-confident by depth, and
+        copies come in streaks that d * log(hit rate) undervalues. Each depth's ratio is shrunk
+        toward the one above, so a depth seldom verified lately takes its parent's and the cut
         goes on exploring depth by depth."""
-        calibration = 1.0
+        calibrations = [1.0]
         for d in range(1, depth + 1):
             key = (kind, d)
-            calibration = ((self.accepted.get(key, 0.0) + self.prior * calibration)
-                           / (self.predicted.get(key, 0.0) + self.prior))
-        return calibration
+            calibrations.append((self.accepted.get(key, 0.0) + self.prior * calibrations[-1])
+                                / (self.predicted.get(key, 0.0) + self.prior))
+        return calibrations
+
+    def calibration(self, kind: str, depth: int) -> float:
+        return self.calibrations(kind, depth)[depth]
 
     def chances(self, tree: DraftTree) -> list[float]:
         """Each node's expected chance of acceptance (the root's is 1): its calibrated exp(score),
         never above its parent's, since a node is only accepted after its parent."""
-        calibrations = {(kind, d): self.calibration(kind, d) for kind in ("head", "copy") for d in range(tree.depth + 1)}
+        calibrations = {kind: self.calibrations(kind, tree.depth) for kind in ("head", "copy")}
         chances = [1.0] * len(tree)
         for node in range(1, len(tree)):
-            calibration = calibrations[calibration_key(tree, node)]
-            chances[node] = min(chances[tree.parents[node]], calibration * math.exp(tree.scores[node]))
+            kind, depth = calibration_key(tree, node)
+            chances[node] = min(chances[tree.parents[node]], calibrations[kind][depth] * math.exp(tree.scores[node]))
         return chances
 
     def rates(self, chances: list[list[float]], draft_seconds: float) -> list[float]:
@@ -200,16 +214,14 @@ class NodeBudget:
         return rates
 
     def size(self, chances: list[list[float]], draft_seconds: float) -> int:
-        """The number of best non-root nodes each row keeps: at least one where anything was
-        drafted, so that the calibration keeps learning (a source cut to nothing would never
-        be verified again, however good it became)."""
-        rates = self.rates(chances, draft_seconds)
-        least = min(1, len(rates) - 1)
-        return max(range(least, len(rates)), key=lambda n: (rates[n], -n))
+        """The number of best non-root nodes each row keeps."""
+        return best_size(self.rates(chances, draft_seconds))
 
     def cut(self, trees: list[DraftTree], draft_seconds: float) -> list[DraftTree]:
         chances = [self.chances(tree) for tree in trees]
-        n = self.size(chances, draft_seconds)
+        rates = self.rates(chances, draft_seconds)
+        n = best_size(rates)
+        self.update_price(rates[n], len(trees) * (n + 1))
         drafted = any(head_nodes(tree) for tree in trees)
         if drafted:
             self.weigh_head(trees, chances, draft_seconds)
@@ -219,6 +231,12 @@ class NodeBudget:
         self.history.append(max(len(tree) for tree in trees))
         self.priced = draft_seconds, len(trees) * self.history[-1]
         return trees
+
+    def update_price(self, rate: float, tokens: int) -> None:
+        """The expected tokens one more verified node must bring for the round's rate to rise:
+        the rate times that node's verification time, at the kept size."""
+        price = rate * (self.scale or 1.0) * max(self.costs.at(tokens + 1) - self.costs.at(tokens), 0.0)
+        self.price = price if self.price is None else self.memory * self.price + (1 - self.memory) * price
 
     def weigh_head(self, trees: list[DraftTree], chances: list[list[float]], draft_seconds: float) -> None:
         """Update the head's pay ratio with this round's trees; where it has fallen below 1, the
@@ -259,6 +277,14 @@ class NodeBudget:
                     self.predicted[key] = self.memory * self.predicted.get(key, 0.0) + predicted.get(key, 0.0)
 
 
+def best_size(rates: list[float]) -> int:
+    """The node count with the best rate: at least one where anything was drafted, so that the
+    calibration keeps learning (a source cut to nothing would never be verified again,
+    however good it became)."""
+    least = min(1, len(rates) - 1)
+    return max(range(least, len(rates)), key=lambda n: (rates[n], -n))
+
+
 def node_budget(kind: str, target: Target, config: GenerationConfig) -> NodeBudget | None:
     """A fresh NodeBudget for one decode under `config` ("measured"; the curve is measured on
     first use), or None: "fixed", or sampling with a seed. The cut follows timings, which
@@ -268,4 +294,6 @@ def node_budget(kind: str, target: Target, config: GenerationConfig) -> NodeBudg
         raise ValueError(f"node budget: {kind!r} is not one of {', '.join(NODE_BUDGETS)}")
     if kind == "fixed" or (not config.sampling.greedy and config.seed is not None):
         return None
-    return NodeBudget(measure_verify_costs(target))
+    # A CPU reads a draft level's scores for free; a GPU would wait for each level instead of
+    # queueing the next, so there the head drafts its levels without floors.
+    return NodeBudget(measure_verify_costs(target), floors=target.device.type == "cpu")

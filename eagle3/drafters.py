@@ -11,12 +11,13 @@ each round verifies the root alone, which is plain decoding. `HeadDrafter` draft
 EAGLE-3 head (optionally with a depth policy), `CopyDrafter` copies from the context, and
 `HybridDrafter` merges the two and decides when the head sits a round out.
 `BudgetedDrafter` wraps any of them and cuts its trees to the size the device's measured
-costs pay for (eagle3.budget); before each round it tells the head how deep to draft, or to
-rest (`head_levels`).
+costs pay for (eagle3.budget); before each round it tells the head how far to draft, or to
+rest (`head_limits`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -28,7 +29,7 @@ from eagle3.adaptive import AdaptiveDepth
 from eagle3.budget import NodeBudget
 from eagle3.head import Eagle3Head
 from eagle3.lookup import COPIED, ContextIndex, CopyHitRate, LookupConfig, hybrid_tree
-from eagle3.tree import MAX_DEPTH, DraftTree, TreeConfig, draft_trees
+from eagle3.tree import DraftLimits, DraftTree, TreeConfig, draft_trees
 
 if TYPE_CHECKING:
     from eagle3.decoding import Settled
@@ -58,8 +59,8 @@ class Drafter:
     def keep(self, rows: list[int]) -> None:
         pass
 
-    def head_levels(self, levels: int) -> None:
-        """The next round's head drafts at most `levels` levels (0: it rests); no head, no effect."""
+    def head_limits(self, limits: DraftLimits) -> None:
+        """The next round's head drafts within `limits` (no levels: it rests); no head, no effect."""
 
 
 class HeadDrafter(Drafter):
@@ -83,20 +84,21 @@ class HeadDrafter(Drafter):
         self.lengths = [0] * len(prompts)  # valid draft cache positions per row
         self.features: list[torch.Tensor | None] = [None] * len(prompts)  # [m, 3H] pairs not consumed yet...
         self.next_tokens: list[list[int]] = [[] for _ in prompts]  # ...and their m tokens, the last being the root
-        self.drafted: int | None = None  # the depth the head drafted this round; None: it sat out
+        self.drafted: int | None = None  # the levels the head may draft this round (its floors may stop it sooner); None: it sat out
         self.round_tree = self.tree  # this round's tree (the policy's, with one)
-        self.levels = MAX_DEPTH  # the most levels the next round drafts (head_levels)
+        self.limits = DraftLimits()  # how far the next round drafts (head_limits)
 
-    def head_levels(self, levels: int) -> None:
-        self.levels = levels
+    def head_limits(self, limits: DraftLimits) -> None:
+        self.limits = limits
 
     def propose(self, roots: list[int], remaining: list[int]) -> list[DraftTree]:
         self.round_tree = tree = self.policy.tree(self.tree) if self.policy else self.tree
-        self.drafted = max(0, min(tree.depth, self.levels, max(remaining) - 1))
-        self.levels = MAX_DEPTH  # a limit holds for one round
+        limits, self.limits = self.limits, DraftLimits()  # limits hold for one round
+        self.drafted = max(0, min(tree.depth, limits.levels, max(remaining) - 1))
         if self.drafted == 0:  # resting, or no room to draft (the run's last step): a plain step; its pairs wait
             return super().propose(roots, remaining)
-        trees = draft_trees(self.head, self.cache, self.lengths, self.features, self.next_tokens, tree, self.drafted)
+        trees = draft_trees(self.head, self.cache, self.lengths, self.features, self.next_tokens, tree,
+                            dataclasses.replace(limits, levels=self.drafted))
         self.lengths = [length + len(tokens) for length, tokens in zip(self.lengths, self.next_tokens)]
         self.features, self.next_tokens = [None] * len(roots), [[] for _ in roots]
         return trees
@@ -196,8 +198,8 @@ class HybridDrafter(Drafter):
         self.head.keep(rows)
         self.copy.keep(rows)
 
-    def head_levels(self, levels: int) -> None:
-        self.head.head_levels(levels)
+    def head_limits(self, limits: DraftLimits) -> None:
+        self.head.head_limits(limits)
 
 
 class BudgetedDrafter(Drafter):
@@ -213,7 +215,7 @@ class BudgetedDrafter(Drafter):
 
     def propose(self, roots: list[int], remaining: list[int]) -> list[DraftTree]:
         start = time.perf_counter()
-        self.inner.head_levels(self.budget.levels())
+        self.inner.head_limits(self.budget.limits())
         trees = self.inner.propose(roots, remaining)  # its last act is the wait for the trees
         return self.budget.cut(trees, time.perf_counter() - start)
 

@@ -21,6 +21,7 @@ from eagle3.masks import additive_mask
 
 
 MAX_DEPTH = 64  # draft levels a tree may have
+NO_FLOOR = float("-inf")
 
 
 @dataclass
@@ -40,6 +41,20 @@ class TreeConfig:
                 f"total_tokens: {self.total_tokens} cannot hold the root and the top_k={self.top_k} first drafts; "
                 f"use total_tokens >= {self.top_k + 1} or a smaller top_k"
             )
+
+
+@dataclass
+class DraftLimits:
+    """How far the head drafts a round (eagle3.budget sets them; the defaults draft the tree's depth).
+
+    A child never scores above its parent, so once a level's best frontier score lies below
+    the next depth's floor, no deeper node could be worth verifying and drafting stops there."""
+
+    levels: int = MAX_DEPTH  # the most levels; 0: the head rests
+    floors: tuple[float, ...] = ()  # floors[d]: the least score (cumulative log probability) worth a depth-d node
+
+    def floor(self, depth: int) -> float:
+        return self.floors[depth] if depth < len(self.floors) else NO_FLOOR
 
 
 @dataclass
@@ -142,9 +157,10 @@ def draft_tree(
     features [m, 3H]: target features of the last m accepted positions, which are the
     draft positions cache.length .. cache.length + m - 1; next_tokens (m ids): the token after
     each of them (the last one is the root). The pairs stay in the draft cache; the tree's
-    own keys are dropped before returning. depth overrides config.depth (budget caps).
+    own keys are dropped before returning. depth overrides config.depth.
     """
-    return draft_trees(head, cache, [cache.length], [features], [next_tokens], config, depth)[0]
+    return draft_trees(head, cache, [cache.length], [features], [next_tokens], config,
+                       DraftLimits(config.depth if depth is None else depth))[0]
 
 
 @torch.inference_mode()
@@ -155,19 +171,20 @@ def draft_trees(
     features: list[torch.Tensor],
     next_tokens: list[list[int]],
     config: TreeConfig,
-    depth: int | None = None,
+    limits: DraftLimits | None = None,
 ) -> list[DraftTree]:
     """A batch of sequences in one ragged draft cache, one tree per row.
 
     Row b's valid draft keys are [0, lengths[b]); its m_b new pairs (features[b] [m_b, 3H],
     next_tokens[b] m_b ids, the last being the row's root) are packed after them, so the row
-    has lengths[b] + m_b valid keys afterwards. All rows draft the same depth in the same
-    forwards: consume the pairs, expand the top_k best nodes level by level, keep the best
-    total_tokens - 1 candidates. The trees reach the host in one read.
+    has lengths[b] + m_b valid keys afterwards. All rows draft the same levels in the same
+    forwards: consume the pairs, expand the top_k best nodes level by level (config.depth
+    levels, fewer within `limits`), keep the best total_tokens - 1 candidates. The trees
+    reach the host in one read.
     """
+    limits = limits or DraftLimits()
     last, lengths = consume_pairs(head, cache, lengths, features, next_tokens)
-    depth = config.depth if depth is None else depth
-    candidates = expand(head, cache, last, lengths, config.top_k, depth)
+    candidates = expand(head, cache, last, lengths, config.top_k, min(config.depth, limits.levels), limits)
     return candidates.best_trees([tokens[-1] for tokens in next_tokens], config.total_tokens - 1)
 
 
@@ -216,9 +233,10 @@ class Candidates:
 
 
 def expand(head: Eagle3Head, cache: KVCache, last: torch.Tensor, lengths: list[int], top_k: int,
-           depth: int) -> Candidates:
-    """Draft `depth` levels from the hidden states `last` [B, 1, H] after each row's root.
-    The frontier's keys live in the cache only while drafting; it is truncated after."""
+           depth: int, limits: DraftLimits = DraftLimits()) -> Candidates:
+    """Draft up to `depth` levels from the hidden states `last` [B, 1, H] after each row's
+    root, stopping early where the limits' floors say no deeper node could pay. The
+    frontier's keys live in the cache only while drafting; it is truncated after."""
     batch, device, dtype = last.shape[0], last.device, head.fc.weight.dtype
     layer, stable, lengths_t = cache.layers[0], cache.length, transfer.to_device(lengths, device)
     logp = torch.log_softmax(head.logits(last[:, 0]).float(), dim=-1)
@@ -233,6 +251,9 @@ def expand(head: Eagle3Head, cache: KVCache, last: torch.Tensor, lengths: list[i
     prefix = torch.arange(stable, device=device)[None, None, :] < lengths_t[:, None, None]
 
     for level in range(1, depth):
+        floor = limits.floor(level + 1)
+        if floor > NO_FLOOR and scores.max().item() < floor:
+            break  # the frontier's children score no higher than it: none would be kept
         allowed = torch.cat([prefix.expand(batch, top_k, stable), visible, eye], dim=2)
         positions = (lengths_t + level - 1)[:, None].expand(batch, top_k)
         out = head(frontier_hidden, frontier_tokens, positions, additive_mask(allowed, dtype), layer)

@@ -55,6 +55,14 @@ def make_head(target: Target, draft_vocab_size: int | None = None, seed: int = 1
     return head.eval()
 
 
+def random_pairs(target: Target, count: int, seed: int) -> tuple[torch.Tensor, list[int]]:
+    """count (fused feature, next token) pairs for a head on `target`: features [count, 3H]
+    and token ids, random."""
+    generator = torch.Generator().manual_seed(seed)
+    features = torch.randn(count, 3 * target.hidden_size, generator=generator)
+    return features, torch.randint(0, target.vocab_size, (count,), generator=generator).tolist()
+
+
 def sampling_pair(vocab_size: int) -> tuple[Target, Eagle3Head]:
     """The sharp, small-vocabulary target and head of the statistical tests, which decode
     thousands of times: three layers, the fewest with three distinct feature layers, since

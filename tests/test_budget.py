@@ -7,11 +7,12 @@ import pytest
 
 import eagle3.budget
 from eagle3 import GenerationConfig, TreeConfig, collect, decode
-from eagle3.budget import NodeBudget, VerifyCosts, measure_verify_costs
+from eagle3.budget import NodeBudget, VerifyCosts, measure_verify_costs, node_budget
 from eagle3.drafters import drafter_named
 from eagle3.stats import collect_rows
-from eagle3.tree import MAX_DEPTH, DraftTree
-from tests.models import make_head, make_target
+from eagle3.kv_cache import KVCache
+from eagle3.tree import MAX_DEPTH, NO_FLOOR, DraftLimits, DraftTree, draft_trees
+from tests.models import make_head, make_target, random_pairs
 from tests.test_greedy import random_prompts
 from tests.test_invariant import path_to
 
@@ -107,15 +108,62 @@ def test_budgeted_greedy_decoding_equals_plain(drafter):
 
 def test_the_head_drafts_one_level_deeper_than_it_was_kept():
     budget = NodeBudget(STEEP)
-    assert budget.levels() == MAX_DEPTH  # nothing kept yet: the tree's own depth
+    assert budget.limits().levels == MAX_DEPTH  # nothing kept yet: the tree's own depth
     likely = chain([math.log(0.9), math.log(0.8), math.log(0.7), math.log(0.1), math.log(0.01)])
     budget.cut([likely], 0.1)  # keeps the three likely levels
-    assert budget.levels() == 4
+    assert budget.limits().levels == 4
     budget.cut([chain([math.log(0.9)] * 2, ["root", "copy", "copy"])], 0.0)  # copies alone: the head did not draft
-    assert budget.levels() == 4
+    assert budget.limits().levels == 4
     for _ in range(budget.depth_window):
         budget.cut([chain([math.log(0.9), math.log(0.05)])], 0.1)
-    assert budget.levels() == 2  # the deep round has left the window
+    assert budget.limits().levels == 2  # the deep round has left the window
+
+
+def test_the_floors_bound_the_chance_of_any_node_at_the_price():
+    """A node scoring under its depth's floor has a chance under the price of a further node,
+    whatever its ancestors: the head need not draft the depth where its frontier is below."""
+    from eagle3.decoding import Settled
+
+    budget = NodeBudget(STEEP)
+    assert budget.limits().floors == ()  # nothing priced yet: no floors
+    likely = chain([math.log(0.9), math.log(0.8), math.log(0.7), math.log(0.1), math.log(0.01)])
+    for _ in range(5):  # the first draft is accepted more often than predicted, the second less
+        budget.observe([Settled(chain([math.log(0.5), math.log(0.5)]), [1], None, [], [])])
+    assert budget.calibration("head", 1) > 1 > budget.calibration("head", 2)
+    budget.cut([likely], 0.1)
+    rates = budget.rates([budget.chances(likely)], 0.1)
+    n = budget.size([budget.chances(likely)], 0.1)
+    assert budget.price == pytest.approx(rates[n] * (STEEP.at(n + 2) - STEEP.at(n + 1)))
+    assert 0.1 < budget.price < 0.7  # the 0.1 node was not worth its verification, the 0.7 one was
+    limits = budget.limits()
+    assert limits.floors[0] == NO_FLOOR and len(limits.floors) == limits.levels + 1
+    for depth in range(1, limits.levels + 1):
+        below = chain([0.0] * (depth - 1) + [limits.floors[depth] - 1e-9])
+        assert budget.chances(below)[-1] < budget.price
+        at = chain([0.0] * (depth - 1) + [limits.floors[depth] + 1e-9])
+        assert budget.chances(at)[-1] > budget.price
+    budget.floors = False  # as on a GPU, where reading each level's scores would wait for it
+    assert budget.limits().floors == () and budget.limits().levels == limits.levels
+    assert node_budget("measured", make_target("llama", vocab_size=32), GenerationConfig(8)).floors  # a CPU target
+
+
+def test_a_floor_stops_the_draft_where_no_deeper_node_would_pay():
+    target = make_target("llama", vocab_size=32)
+    head = make_head(target, draft_vocab_size=24)
+    features, tokens = random_pairs(target, 6, seed=4)
+    config = TreeConfig(4, 3, 30)
+
+    def drafted(limits: DraftLimits) -> DraftTree:
+        return draft_trees(head, KVCache(1, 64), [0], [features], [tokens], config, limits)[0]
+
+    full = drafted(DraftLimits())
+    assert full.depth == 4
+    unreachable = DraftLimits(4, (NO_FLOOR, NO_FLOOR, NO_FLOOR, 1.0))  # no score reaches log 1 + 1
+    assert drafted(unreachable).depth == 2
+    assert drafted(DraftLimits(4, (NO_FLOOR,) * 3 + (-1e9,))).tokens == full.tokens  # floors under every score
+    frontier_best = max(full.scores[node] for node in range(len(full)) if full.depths[node] == 2)
+    assert drafted(DraftLimits(4, (NO_FLOOR,) * 3 + (frontier_best - 1e-6,))).depth == 4
+    assert drafted(DraftLimits(4, (NO_FLOOR,) * 3 + (frontier_best + 1e-6,))).depth == 2
 
 
 def test_the_head_rests_while_it_does_not_pay_and_drafts_again_once_it_does():
@@ -126,7 +174,7 @@ def test_the_head_rests_while_it_does_not_pay_and_drafts_again_once_it_does():
         """x for a round the head drafted, . for one it rested"""
         drafted = ""
         for _ in range(count):
-            levels = budget.levels()
+            levels = budget.limits().levels
             drafted += "x" if levels else "."
             budget.cut([tree if levels else DraftTree.root_only(7)], draft_seconds if levels else 0.0)
         return drafted
@@ -138,7 +186,7 @@ def test_the_head_rests_while_it_does_not_pay_and_drafts_again_once_it_does():
     # Where nodes are nearly free, even a weak head pays and never rests.
     cheap = NodeBudget(MILD)
     for _ in range(20):
-        assert cheap.levels() > 0
+        assert cheap.limits().levels > 0
         cheap.cut([chain([math.log(0.5), math.log(0.2)])], 0.02)
 
 
@@ -148,7 +196,7 @@ def test_the_copies_alone_are_what_the_head_must_beat():
     hybrid = DraftTree.from_parents([0, 1, 2, 3, 4], [-1, 0, 1, 0, 3], [0.0, math.log(0.99), 2 * math.log(0.99),
                                     math.log(0.6), 2 * math.log(0.6)], ["root", "copy", "copy", "head", "head"])
     budget.cut([hybrid], 0.5)
-    assert budget.head_ratio < 1 and budget.levels() == 0
+    assert budget.head_ratio < 1 and budget.limits().levels == 0
     alone = NodeBudget(STEEP)
     alone.cut([chain([math.log(0.6), 2 * math.log(0.6)])], 0.05)
     assert alone.head_ratio > 1  # the same head nodes beat plain decoding

@@ -8,7 +8,7 @@ from eagle3 import GenerationConfig, SamplingConfig, TreeConfig, collect, decode
 from eagle3.lookup import ContextIndex, LookupConfig, hybrid_tree
 from eagle3.kv_cache import KVCache
 from eagle3.tree import DraftTree, draft_tree
-from tests.models import make_head, make_target, sampling_pair
+from tests.models import make_head, make_target, random_pairs, sampling_pair
 from tests.test_greedy import random_prompts, reference
 from tests.test_sampling import VOCAB, chi_square_pvalue, exact_joint, sample_first_tokens
 
@@ -74,9 +74,7 @@ def test_the_head_catches_up_on_pairs_it_skipped():
     """Pairs consumed over two drafting calls give the tree that one call over all of them gives."""
     target = make_target("llama", vocab_size=32)
     head = make_head(target, draft_vocab_size=24)
-    generator = torch.Generator().manual_seed(4)
-    features = torch.randn(20, 3 * target.hidden_size, generator=generator)
-    tokens = torch.randint(0, target.vocab_size, (20,), generator=generator).tolist()
+    features, tokens = random_pairs(target, 20, seed=4)
     config = TreeConfig(3, 3, 10)
     once = draft_tree(head, KVCache(1, 64), features, tokens, config)
     cache = KVCache(1, 64)

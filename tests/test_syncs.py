@@ -93,7 +93,7 @@ def test_a_round_waits_for_the_device_at_most_twice(pair, monkeypatch, drafter, 
 def test_a_node_budget_adds_no_wait(pair, monkeypatch):
     target, head = pair
     prompts = [p * 2 for p in random_prompts(3, target.vocab_size, seed=3)]
-    budget = NodeBudget(VerifyCosts((1, 16), (1.0, 1.3)))
+    budget = NodeBudget(VerifyCosts((1, 16), (1.0, 1.3)), floors=False)  # as node_budget makes it on a GPU
     events = decode(target, prompts, drafter_named("hybrid", head, TreeConfig(3, 3, 10), budget=budget),
                     GenerationConfig(24, seed=0))
     counter = SyncCounter(monkeypatch)
