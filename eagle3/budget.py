@@ -23,13 +23,13 @@ more than the deepest head node it kept lately, since deeper drafts would be cut
 drafting them costs; within the round, no level whose nodes could not be worth their
 verification (each cut prices a further node in expected tokens, and a node's chance is at
 most its calibrated exp(score), which never rises along a path); and none at all while the
-head does not pay. Whether it pays is the
-best rate with its nodes and its draft time against the best without them (plain decoding,
-or the copies alone), averaged over recent rounds. Where a verified node costs much of a
-step (float32 on a CPU without AMX or AVX-512 BF16, say) the head rests, so speculation
-falls back to plain decoding instead of losing to it; it drafts again after a rest that
-doubles while it keeps losing, to see whether the text has become easier. Any cut, depth or
-rest is lossless: it only chooses which drafts are verified.
+head does not pay. Whether it pays is the best rate with its nodes and its draft time
+against the best without them (plain decoding, or the copies alone), averaged over recent
+rounds. Where a verified node costs much of a step (float32 on a CPU without AMX or AVX-512
+BF16, say) the head rests, so speculation falls back to plain decoding instead of losing to
+it; it drafts again after a rest that doubles while it keeps losing, to see whether the
+text has become easier. Any cut, depth, floor or rest is lossless: it only chooses which
+drafts are verified.
 """
 
 from __future__ import annotations

@@ -84,7 +84,7 @@ class HeadDrafter(Drafter):
         self.lengths = [0] * len(prompts)  # valid draft cache positions per row
         self.features: list[torch.Tensor | None] = [None] * len(prompts)  # [m, 3H] pairs not consumed yet...
         self.next_tokens: list[list[int]] = [[] for _ in prompts]  # ...and their m tokens, the last being the root
-        self.drafted: int | None = None  # the levels the head may draft this round (its floors may stop it sooner); None: it sat out
+        self.drafted: int | None = None  # the most levels the head drafts this round (floors may stop it); None: it sat out
         self.round_tree = self.tree  # this round's tree (the policy's, with one)
         self.limits = DraftLimits()  # how far the next round drafts (head_limits)
 

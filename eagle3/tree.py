@@ -43,7 +43,7 @@ class TreeConfig:
             )
 
 
-@dataclass
+@dataclass(frozen=True)
 class DraftLimits:
     """How far the head drafts a round (eagle3.budget sets them; the defaults draft the tree's depth).
 
