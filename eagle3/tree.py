@@ -157,7 +157,7 @@ def draft_tree(
     features [m, 3H]: target features of the last m accepted positions, which are the
     draft positions cache.length .. cache.length + m - 1; next_tokens (m ids): the token after
     each of them (the last one is the root). The pairs stay in the draft cache; the tree's
-    own keys are dropped before returning. depth overrides config.depth.
+    own keys are dropped before returning. depth, where given, caps config.depth.
     """
     return draft_trees(head, cache, [cache.length], [features], [next_tokens], config,
                        DraftLimits(config.depth if depth is None else depth))[0]
