@@ -192,7 +192,8 @@ class Eagle3Attention(nn.Module):
         self.o_proj = nn.Linear(config.num_attention_heads * config.head_dim, config.hidden_size, bias=False)
 
     def forward(self, x, cos, sin, mask, cache: PreallocatedLayer | UnrolledKV | None):
-        """x [B, n, 2H]; mask additive [B or 1, 1, n, kv] or None (causal, no cache)."""
+        """x [B, n, 2H]; mask [B or 1, 1, n, kv], bool (True: attend) or additive, or None
+        (causal, no cache)."""
         batch, n, _ = x.shape
         q = self.q_proj(x).view(batch, n, -1, self.head_dim).transpose(1, 2)
         k = self.k_proj(x).view(batch, n, -1, self.head_dim).transpose(1, 2)
@@ -293,7 +294,7 @@ class Eagle3Head(nn.Module):
         # Its frequencies in float32, kept out of the module's buffers so that `.to(dtype)` leaves them:
         # published heads are trained with float32 RoPE, and bfloat16 ones would shift every angle.
         self._rope_inv_freq = self.rotary.inv_freq.clone()
-        self._rope_table: tuple[torch.Tensor, torch.Tensor] | None = None  # rotation(): cos, sin [positions, D]
+        self._rope_table: torch.Tensor | None = None  # rotation(): cos and sin [positions, 2, D]
         self.embed_tokens = nn.Embedding(config.vocab_size, config.hidden_size) if own_embedding else None
         # A list keeps the target's embedding out of this module's parameters and state dict.
         self._shared_embedding = [shared_embedding]
@@ -338,15 +339,16 @@ class Eagle3Head(nn.Module):
     def rotation(self, hidden, position_ids, cache) -> tuple[torch.Tensor, torch.Tensor]:
         """The rotary embedding's cos and sin [B, n, D] at position_ids [B, n], in hidden's dtype.
         With a preallocated cache, whose capacity bounds the positions, they are read from a
-        table of every position the rotary embedding made once (two reads instead of its dozen
+        table of every position the rotary embedding made once (one read instead of its dozen
         ops at every draft step); elsewhere (training) it computes them."""
         if not isinstance(cache, PreallocatedLayer):
             return self.rotary(hidden, position_ids)
         table = self._rope_table
-        if table is None or table[0].shape[0] < cache.capacity or table[0].dtype != hidden.dtype:
+        if table is None or table.shape[0] < cache.capacity or table.dtype != hidden.dtype:
             positions = torch.arange(cache.capacity, device=hidden.device)[None]
-            self._rope_table = table = tuple(t[0] for t in self.rotary(hidden, positions))
-        return table[0][position_ids], table[1][position_ids]
+            self._rope_table = table = torch.stack([t[0] for t in self.rotary(hidden, positions)], dim=1)
+        rotation = table[position_ids]  # [B, n, 2, D]
+        return rotation[:, :, 0], rotation[:, :, 1]
 
     def logits(self, hidden: torch.Tensor) -> torch.Tensor:
         """[.., H] (a step's output) -> [.., draft_vocab_size] logits over the draft vocabulary."""
@@ -357,6 +359,3 @@ class Eagle3Head(nn.Module):
         if self.midlayer.runs_native():
             return layer_ops().rms_norm(hidden, norm.weight, norm.variance_epsilon)
         return norm(hidden)
-
-    def to_target_ids(self, draft_ids: torch.Tensor) -> torch.Tensor:
-        return draft_ids + self.d2t[draft_ids]

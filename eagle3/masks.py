@@ -1,4 +1,6 @@
-"""Additive attention masks (0 where attention is allowed, the dtype's minimum elsewhere)."""
+"""Attention masks: additive (0 where attention is allowed, the dtype's minimum elsewhere),
+or bool keep masks (True where it is allowed), which sdpa and the C++ attention
+(eagle3/csrc/attention.cpp) read as they are."""
 
 from __future__ import annotations
 
@@ -6,7 +8,10 @@ import torch
 
 
 def additive_mask(allowed: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
-    """[q, kv] or [B, q, kv] bool -> [1 or B, 1, q, kv] additive mask in dtype."""
+    """[q, kv] or [B, q, kv] bool -> [1 or B, 1, q, kv] mask in dtype: the keep mask itself
+    where dtype is bool, else additive."""
+    if dtype == torch.bool:
+        return allowed[None, None] if allowed.dim() == 2 else allowed[:, None]
     mask = torch.zeros(allowed.shape, dtype=dtype, device=allowed.device)
     mask.masked_fill_(~allowed, torch.finfo(dtype).min)
     return mask[None, None] if allowed.dim() == 2 else mask[:, None]

@@ -1,7 +1,7 @@
 """The lean decoder layer's C++ twin (eagle3/csrc/decoder_layer.cpp), the attention it
-calls (eagle3/csrc/attention.cpp), a bfloat16 product (eagle3/csrc/product.cpp) and the
-greedy verdict's argmax (eagle3/csrc/argmax.cpp), built once per machine; and what this CPU
-has.
+calls (eagle3/csrc/attention.cpp), a bfloat16 product (eagle3/csrc/product.cpp), the
+greedy verdict's argmax (eagle3/csrc/argmax.cpp) and a draft level's choice of children
+(eagle3/csrc/top_children.cpp), built once per machine; and what this CPU has.
 
     ops = layer_ops()         # the built module, or None where it cannot be built
     ops = bf16_products()     # the same module where its product serves this CPU, else None
@@ -30,7 +30,7 @@ import sys
 import torch
 
 SOURCES = [os.path.join(os.path.dirname(os.path.abspath(__file__)), "csrc", name)
-           for name in ("decoder_layer.cpp", "attention.cpp", "product.cpp", "argmax.cpp")]
+           for name in ("decoder_layer.cpp", "attention.cpp", "product.cpp", "argmax.cpp", "top_children.cpp")]
 # The vector instructions the attention's loops are compiled for: those ATen itself runs on
 # this CPU. Its sums keep their order whatever the vector width (attention.cpp).
 CPU_FLAGS = {"AVX512": ["-mavx512f", "-mavx512bw", "-mavx512vl", "-mavx512dq", "-mavx2", "-mfma",

@@ -18,7 +18,7 @@ import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
 
 from eagle3 import transfer
-from eagle3.decoder_layer import use_lean_layers
+from eagle3.decoder_layer import forward_kind, use_lean_layers
 from eagle3.invariant import (NAME as INVARIANT_ATTENTION, cache_dtype, exact_rows, make_row_invariant,
                               prepack_linears, wants_invariant_arithmetic)
 from eagle3.gguf import dequantized, find_gguf
@@ -184,9 +184,10 @@ class Target:
     ) -> TargetOutput:
         """Run input_ids [B, n] at position_ids [B, n] on top of the cache.
 
-        attention_mask: None for a causal step, else a 4D additive mask [B, 1, n, cache + n]
-        (or a dict of them by layer type), e.g. for tree verification. logits_to_keep: 0 keeps
-        all, k the last k positions, a 1D tensor those positions (of every row).
+        attention_mask: None for a causal step, else a 4D mask [B, 1, n, cache + n] as
+        attention_mask() makes it (or a dict of them by layer type), e.g. for tree
+        verification. logits_to_keep: 0 keeps all, k the last k positions, a 1D tensor those
+        positions (of every row).
         """
         with self._capturing(capture) as captured:
             out = self.model(
@@ -229,19 +230,26 @@ class Target:
             raise ValueError("target: an lm_head with a bias is not supported for head training")
         return self.model.lm_head.weight[token_ids]
 
+    @property
+    def mask_dtype(self) -> torch.dtype:
+        """bool where every decoder layer runs in C++, whose attention reads a keep mask as it
+        is (an additive one it would compare with 0 in every layer), else the model dtype."""
+        layers = self.model.model.layers
+        return torch.bool if all(forward_kind(layer) == "C++" for layer in layers) else self.dtype
+
     def attention_mask(self, allowed: torch.Tensor, query_positions: torch.Tensor, key_positions: torch.Tensor):
-        """Additive mask [B, 1, q, kv] in the model dtype from allowed [B, q, kv], restricted
-        to the attention window where this target has one (a dict by layer type for targets
-        that mix sliding-window and full layers). Positions: [B, q] and [B, kv]."""
-        window = getattr(self.config, "sliding_window", None)
+        """The mask [B, 1, q, kv] in mask_dtype from allowed [B, q, kv], restricted to the
+        attention window where this target has one (a dict by layer type for targets that mix
+        sliding-window and full layers). Positions: [B, q] and [B, kv]."""
+        window, dtype = getattr(self.config, "sliding_window", None), self.mask_dtype
         if window is None:
-            return additive_mask(allowed, self.dtype)
-        sliding = additive_mask(allowed & in_window(query_positions, key_positions, window), self.dtype)
+            return additive_mask(allowed, dtype)
+        sliding = additive_mask(allowed & in_window(query_positions, key_positions, window), dtype)
         if self.config.model_type == "mistral":
             return sliding
         if "sliding_attention" in (getattr(self.config, "layer_types", None) or ()):
-            return {"full_attention": additive_mask(allowed, self.dtype), "sliding_attention": sliding}
-        return additive_mask(allowed, self.dtype)
+            return {"full_attention": additive_mask(allowed, dtype), "sliding_attention": sliding}
+        return additive_mask(allowed, dtype)
 
     def tree_mask(self, prefix_len: int, positions: torch.Tensor, ancestors: torch.Tensor):
         """The mask for verifying one tree (positions [n], ancestors [n, n], see DraftTree)

@@ -17,7 +17,7 @@ from eagle3 import transfer
 from eagle3.checks import integer_in
 from eagle3.head import Eagle3Head
 from eagle3.kv_cache import KVCache
-from eagle3.masks import additive_mask
+from eagle3.native import layer_ops
 
 
 MAX_DEPTH = 64  # draft levels a tree may have
@@ -204,8 +204,7 @@ def consume_pairs(head: Eagle3Head, cache: KVCache, lengths: list[int], features
     steps, keys = torch.arange(width, device=device), torch.arange(written + width, device=device)
     allowed = (keys[None, None, :] < lengths_t[:, None, None]) | (  # the row's own valid prefix,
         (keys[None, None, :] >= written) & (keys[None, None, :] - written <= steps[None, :, None]))  # then causal
-    hidden = head(head.project(hidden_in), tokens, lengths_t[:, None] + steps,
-                  additive_mask(allowed, head.fc.weight.dtype), cache.layers[0])
+    hidden = head(head.project(hidden_in), tokens, lengths_t[:, None] + steps, allowed[:, None], cache.layers[0])
     cache.keep_rows(lengths, written, [list(range(m)) for m in counts])
     last = hidden[torch.arange(batch, device=device), last_pairs][:, None]
     return last, [length + m for length, m in zip(lengths, counts)]
@@ -232,44 +231,64 @@ class Candidates:
         return [DraftTree.from_candidates(*row) for row in zip(roots, kept, tokens, parents, scores)]
 
 
+@dataclass
+class Level:
+    """A drafted level: each of its n parents' top_k most likely children, and the best top_k
+    of them all, the next frontier."""
+
+    tokens: torch.Tensor  # [B, n * top_k] target ids; parent i's children at i * top_k ..., best first
+    scores: torch.Tensor  # [B, n * top_k] the parent's score plus the child's log probability
+    best: torch.Tensor  # [B, top_k] the best children's indices, best first
+    best_scores: torch.Tensor  # [B, top_k]
+    best_tokens: torch.Tensor  # [B, top_k]
+
+
+def top_children(logits: torch.Tensor, scores: torch.Tensor, d2t: torch.Tensor, top_k: int) -> Level:
+    """The level under n parents: their logits [B, n, V], their scores [B, n] and the head's
+    d2t. In one C++ call on a CPU where the module is built (eagle3/csrc/top_children.cpp),
+    else in ATen ops; the two may differ in a score's last bits and in the order of equal
+    scores."""
+    ops = layer_ops() if logits.device.type == "cpu" else None
+    if ops is not None:
+        return Level(*ops.top_children(logits, scores, d2t, top_k))
+    child_logp, child_ids = torch.log_softmax(logits.float(), dim=-1).topk(top_k, dim=-1)  # [B, n, k]
+    child_scores, child_ids = (scores[:, :, None] + child_logp).flatten(1), child_ids.flatten(1)
+    tokens = child_ids + d2t[child_ids]
+    best_scores, best = child_scores.topk(top_k, dim=-1)
+    return Level(tokens, child_scores, best, best_scores, tokens.gather(1, best))
+
+
 def expand(head: Eagle3Head, cache: KVCache, last: torch.Tensor, lengths: list[int], top_k: int,
            depth: int, limits: DraftLimits = DraftLimits()) -> Candidates:
     """Draft up to `depth` levels from the hidden states `last` [B, 1, H] after each row's
     root, stopping early where the limits' floors say no deeper node could pay. The
     frontier's keys live in the cache only while drafting; it is truncated after."""
-    batch, device, dtype = last.shape[0], last.device, head.fc.weight.dtype
-    layer, stable, lengths_t = cache.layers[0], cache.length, transfer.to_device(lengths, device)
-    logp = torch.log_softmax(head.logits(last[:, 0]).float(), dim=-1)
-    scores, draft_ids = logp.topk(top_k, dim=-1)  # level 1: [B, k]
-    cand_tokens, cand_scores = [head.to_target_ids(draft_ids)], [scores]
+    batch, device = last.shape[0], last.device
+    layer, stable = cache.layers[0], cache.length
+    level = top_children(head.logits(last), torch.zeros(batch, 1, device=device), head.d2t, top_k)  # the root's
+    cand_tokens, cand_scores = [level.tokens], [level.scores]
     cand_parents = [torch.full((batch, top_k), -1, device=device)]
-    frontier = torch.arange(top_k, device=device).expand(batch, top_k)  # candidate index of each frontier node
-    frontier_hidden, frontier_tokens = last.expand(batch, top_k, -1), cand_tokens[0]
-    visible = torch.zeros(batch, top_k, 0, dtype=torch.bool, device=device)  # frontier -> tree keys in cache
-    eye = torch.eye(top_k, dtype=torch.bool, device=device).expand(batch, top_k, top_k)
+    # The frontier: its nodes' candidate indices, and their rows in the hidden states they came from.
+    frontier, rows, hidden = level.best, level.best // top_k, last
+    lengths_t = transfer.to_device(lengths, device)[:, None]
+    own = torch.eye(top_k, dtype=torch.bool, device=device).expand(batch, top_k, top_k)
+    # Each frontier node sees its row's prefix, its ancestors' keys and its own.
+    allowed = torch.cat([(torch.arange(stable, device=device) < lengths_t[:, :, None]).expand(batch, top_k, stable),
+                         own], dim=2)
     n_candidates = top_k
-    prefix = torch.arange(stable, device=device)[None, None, :] < lengths_t[:, None, None]
 
-    for level in range(1, depth):
-        floor = limits.floor(level + 1)
-        if floor > NO_FLOOR and scores.max().item() < floor:
+    for drafted in range(1, depth):
+        floor = limits.floor(drafted + 1)
+        if floor > NO_FLOOR and level.best_scores.max().item() < floor:
             break  # the frontier's children score no higher than it: none would be kept
-        allowed = torch.cat([prefix.expand(batch, top_k, stable), visible, eye], dim=2)
-        positions = (lengths_t + level - 1)[:, None].expand(batch, top_k)
-        out = head(frontier_hidden, frontier_tokens, positions, additive_mask(allowed, dtype), layer)
-        logp = torch.log_softmax(head.logits(out).float(), dim=-1)
-        child_logp, child_ids = logp.topk(top_k, dim=-1)  # [B, k, k]
-        child_scores = (scores[:, :, None] + child_logp).flatten(1)
-        cand_tokens.append(head.to_target_ids(child_ids.flatten(1)))
-        cand_scores.append(child_scores)
-        cand_parents.append(frontier.repeat_interleave(top_k, dim=1))
-        scores, best = child_scores.topk(top_k, dim=-1)
-        rows = best // top_k
-        frontier = n_candidates + best
-        frontier_hidden = out.gather(1, rows[:, :, None].expand(-1, -1, out.shape[-1]))
-        frontier_tokens = cand_tokens[-1].gather(1, best)
-        visible = torch.cat([visible.gather(1, rows[:, :, None].expand(-1, -1, visible.shape[-1])),
-                             eye.gather(1, rows[:, :, None].expand(-1, -1, top_k))], dim=2)
+        out = head(hidden.gather(1, rows[:, :, None].expand(-1, -1, hidden.shape[-1])), level.best_tokens,
+                   (lengths_t + drafted - 1).expand(batch, top_k), allowed[:, None], layer)
+        level = top_children(head.logits(out), level.best_scores, head.d2t, top_k)
+        cand_tokens.append(level.tokens)
+        cand_scores.append(level.scores)
+        cand_parents.append(frontier[:, :, None].expand(-1, -1, top_k).flatten(1))
+        frontier, rows, hidden = n_candidates + level.best, level.best // top_k, out
+        allowed = torch.cat([allowed.gather(1, rows[:, :, None].expand(-1, -1, allowed.shape[-1])), own], dim=2)
         n_candidates += top_k * top_k
     cache.truncate(stable)
     return Candidates(torch.cat(cand_tokens, 1), torch.cat(cand_scores, 1), torch.cat(cand_parents, 1))

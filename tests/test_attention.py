@@ -52,6 +52,15 @@ def test_a_row_gets_the_bits_of_its_kept_keys_alone():
             assert torch.equal(alone[0, 0], together[b, i])
 
 
+def test_a_keep_mask_gives_the_additive_masks_bits():
+    """A bool mask (True: kept), as the decoders pass it (eagle3.masks), is the additive one."""
+    generator = torch.Generator().manual_seed(3)
+    query, key, value = random_inputs(generator, queries=6)
+    keep = torch.rand(2, 1, 6, 40, generator=generator) < 0.5
+    keep[..., 0] = True
+    assert torch.equal(attention(query, key, value, keep), attention(query, key, value, torch.where(keep, 0.0, MASKED)))
+
+
 def test_keys_and_values_in_the_query_dtype_give_the_same_bits():
     query, key, value = random_inputs(torch.Generator().manual_seed(2))
     key, value = key.to(torch.bfloat16), value.to(torch.bfloat16)

@@ -10,7 +10,6 @@ import torch
 
 from eagle3.head import Eagle3DecoderLayer
 from eagle3.invariant import onednn_packs, prepack_linears
-from eagle3.masks import additive_mask
 from eagle3.native import layer_ops
 from tests.models import make_head, make_target
 
@@ -46,10 +45,10 @@ def draft_steps(head, generator):
     features = torch.randn(1, 12, 3 * hidden_size, generator=generator).to(torch.bfloat16)
     tokens = torch.randint(0, 64, (1, 12), generator=generator)
     causal = torch.ones(12, 12, dtype=torch.bool).tril()
-    pairs = head(head.project(features), tokens, torch.arange(12)[None], additive_mask(causal, torch.bfloat16), cache)
+    pairs = head(head.project(features), tokens, torch.arange(12)[None], causal[None, None], cache)
     level = torch.cat([torch.ones(4, 12, dtype=torch.bool), torch.eye(4, dtype=torch.bool)], 1)
     nodes = head(pairs[:, -1:].expand(1, 4, -1), torch.randint(0, 64, (1, 4), generator=generator),
-                 torch.full((1, 4), 12), additive_mask(level, torch.bfloat16), cache)
+                 torch.full((1, 4), 12), level[None, None], cache)
     return pairs, nodes, head.logits(nodes)
 
 

@@ -157,8 +157,8 @@ LEAN_FAMILIES = {"llama": {}, "qwen2": {}, "qwen3": {}, "mistral": {"sliding_win
 def test_lean_layers_compute_the_stock_layers_bits(family, native):
     """eagle3.decoder_layer's forwards, the C++ one and the Python one, give bit for bit what
     transformers' own decoder layer gives under the same arithmetic: a prefill, a verified
-    tree, one-token steps, and training's forward without a cache (its features and final
-    states)."""
+    tree (its mask a keep mask for the C++ layers, additive for the others), one-token steps,
+    and training's forward without a cache (its features and final states)."""
     target = bf16_target(family=family, **LEAN_FAMILIES[family])
     generator = torch.Generator().manual_seed(3)
     with torch.no_grad():  # norm weights other than ones, so that their products round
@@ -182,6 +182,8 @@ def test_lean_layers_compute_the_stock_layers_bits(family, native):
         out += [target.forward(torch.tensor([[token]]), torch.tensor([[40 + i]]), cache).logits for i, token in enumerate(tree.tokens[:3])]
         return out + list(target.training_states(prefix))
 
+    # The C++ attention reads a keep mask as it is; the others get the additive mask.
+    assert target.mask_dtype == (torch.bool if native else torch.bfloat16)
     lean = run()
     use_lean_layers(target.model, False)
     assert not any("forward" in layer.__dict__ for layer in target.layers)

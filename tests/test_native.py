@@ -1,5 +1,6 @@
 """eagle3.native: where the C++ decoder layer and attention cannot be built, it says why once
-and the Python ones run; EAGLE3_NATIVE=0 leaves them unbuilt; its argmax is torch.argmax's.
+and the Python ones run; EAGLE3_NATIVE=0 leaves them unbuilt; its argmax is torch.argmax's,
+and its choice of a draft level's children (eagle3.tree.top_children) ATen's.
 (That the C++ layer computes the Python layer's bits is tests/test_invariant.py's, the
 attention's tests/test_attention.py's.)"""
 
@@ -7,7 +8,7 @@ import pytest
 import torch
 import torch.utils.cpp_extension
 
-from eagle3 import native
+from eagle3 import native, tree
 
 
 @pytest.mark.skipif(native.layer_ops() is None, reason="needs the C++ build (a C++ compiler and ninja)")
@@ -32,6 +33,38 @@ def test_argmax_is_torchs():
     with pytest.raises(RuntimeError, match="argmax: float32 logits"):
         native.layer_ops().argmax(torch.zeros(2, 0))
     assert torch.equal(native.argmax(torch.tensor([[1.0, 3.0, 3.0]], dtype=torch.bfloat16)), torch.tensor([1]))
+
+
+@pytest.mark.skipif(native.layer_ops() is None, reason="needs the C++ build (a C++ compiler and ninja)")
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_top_children_is_atens_choice(dtype, monkeypatch):
+    """The children and best children the ATen ops choose, with scores within a few float32
+    ulps (its own exponential), at vocabularies under, at and over sixteen lanes, for a level's
+    root (one node) and a frontier of k nodes, top_k up to the whole vocabulary. bfloat16
+    logits tie often: there the chosen values are ATen's, and equal ones come in id order."""
+    generator = torch.Generator().manual_seed(0)
+    for vocab, nodes, top_k in ((5, 1, 5), (16, 3, 2), (37, 4, 4), (6144, 1, 10), (6144, 4, 4), (49157, 2, 8)):
+        logits = (torch.randn(2, nodes, vocab, generator=generator) * 4).to(dtype)
+        scores = -torch.rand(2, nodes, generator=generator) * 5
+        d2t = torch.randint(0, 1000, (vocab,), generator=generator) if dtype == torch.float32 else torch.zeros(
+            vocab, dtype=torch.long)
+        cpp = tree.top_children(logits, scores, d2t, top_k)
+        monkeypatch.setattr(tree, "layer_ops", lambda: None)
+        aten = tree.top_children(logits, scores, d2t, top_k)
+        monkeypatch.undo()
+        for field in ("scores", "best_scores"):
+            torch.testing.assert_close(getattr(cpp, field), getattr(aten, field), atol=2e-6, rtol=2e-6)
+        assert torch.equal(cpp.best_scores, cpp.scores.gather(1, cpp.best))
+        assert torch.equal(cpp.best_tokens, cpp.tokens.gather(1, cpp.best))
+        if dtype == torch.float32:  # no ties
+            assert all(torch.equal(getattr(cpp, field), getattr(aten, field)) for field in ("tokens", "best", "best_tokens"))
+            continue
+        ids = cpp.tokens.view(2, nodes, top_k)
+        chosen = logits.gather(2, ids)
+        assert torch.equal(chosen, logits.gather(2, aten.tokens.view(2, nodes, top_k)))
+        assert bool(((chosen[..., 1:] < chosen[..., :-1]) | (ids[..., 1:] > ids[..., :-1])).all())
+    with pytest.raises(RuntimeError, match="top_children: top_k 7 for a vocabulary of 5"):
+        native.layer_ops().top_children(torch.zeros(1, 1, 5), torch.zeros(1, 1), torch.zeros(5, dtype=torch.long), 7)
 
 
 def test_a_failed_build_is_named_and_leaves_the_python_layer(monkeypatch, capsys):

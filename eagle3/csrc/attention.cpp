@@ -10,10 +10,10 @@
 //
 //   query [B, heads, q, D], key / value [B, kv_heads, L, D] (grouped-query heads; float32
 //   keys and values are read as they are, other dtypes converted first, so the decoders'
-//   cache stores float32), mask: none (every key), or additive [B or 1, 1, q, >= L], 0 where
-//   a key is kept (the masks transformers builds for causal Llama-family layers are 0 or the
-//   dtype's minimum) -> [B, q, heads, D] in the query's dtype; a row that keeps no key gets
-//   zeros.
+//   cache stores float32), mask: none (every key), bool [B or 1, 1, q, >= L], true where a
+//   key is kept (eagle3.masks), or additive, 0 where a key is kept (the masks transformers
+//   builds for causal Llama-family layers are 0 or the dtype's minimum) -> [B, q, heads, D]
+//   in the query's dtype; a row that keeps no key gets zeros.
 
 #include <torch/extension.h>
 
@@ -244,7 +244,8 @@ Tensor exact_attention(const Tensor& query, const Tensor& key, const Tensor& val
               MAX_CHUNKS * LANES);
   Tensor keep;  // [B or 1, 1, q, L] bool
   if (mask.has_value() && mask->defined()) {
-    keep = mask->slice(-1, 0, key.size(2)).eq(0);
+    keep = mask->slice(-1, 0, key.size(2));
+    if (keep.scalar_type() != at::kBool) keep = keep.eq(0);  // an additive mask
     TORCH_CHECK(keep.dim() == 4 && keep.size(2) == query.size(2) && keep.size(3) == key.size(2),
                 "attention: a mask of shape ", mask->sizes(), " for ", query.size(2), " queries and ", key.size(2),
                 " keys");

@@ -72,7 +72,7 @@ Tensor rms_norm_ops(const Tensor& hidden, const Tensor& weight, double eps) {
   return weight * x.mul_(scale).to(hidden.scalar_type());
 }
 
-// The same bits for bfloat16 in two loops and one ATen op: the mean is ATen's (its sum's
+// The same bits for bfloat16 in two loops and one ATen op: the mean's sum is ATen's (its
 // order is ATen's own); every other step is elementwise and rounds where the op it replaces
 // rounds (a bfloat16 product or sum is the float32 one rounded to nearest even; each
 // rounding is a call, so no compiler contracts a product into a sum across it).
@@ -86,14 +86,16 @@ Tensor rms_norm(const Tensor& hidden, const Tensor& weight, double eps) {
   const BFloat16* in = x.data_ptr<BFloat16>();
   float* square = squares.data_ptr<float>();
   for (int64_t i = 0; i < rows * d; ++i) square[i] = static_cast<float>(in[i]) * static_cast<float>(in[i]);
-  const auto means = at::mean(squares, -1);
-  const float* mean = means.data_ptr<float>();
+  // ATen's mean on a CPU is its sum divided by the count in float32 (at::mean_out); the
+  // division is done here, which saves the op that wraps the count as a tensor.
+  const auto sums = at::sum(squares, -1);
+  const float* sum = sums.data_ptr<float>();
   const auto w = weight.contiguous();
   const BFloat16* scale_by = w.data_ptr<BFloat16>();
   auto out = at::empty_like(x);
   BFloat16* normed = out.data_ptr<BFloat16>();
   for (int64_t r = 0; r < rows; ++r) {
-    const float scale = 1.0f / std::sqrt(mean[r] + static_cast<float>(eps));
+    const float scale = 1.0f / std::sqrt(sum[r] / static_cast<float>(d) + static_cast<float>(eps));
     for (int64_t c = 0; c < d; ++c) {
       const BFloat16 rounded(static_cast<float>(in[r * d + c]) * scale);
       normed[r * d + c] = BFloat16(static_cast<float>(scale_by[c]) * static_cast<float>(rounded));
@@ -143,6 +145,8 @@ Tensor rotate(const Tensor& x, const Tensor& cos, const Tensor& sin) {
 Tensor exact_attention(const Tensor& query, const Tensor& key, const Tensor& value, const OptionalTensor& mask,
                        double scaling);  // attention.cpp
 Tensor last_argmax(const Tensor& logits);  // argmax.cpp
+std::vector<Tensor> top_children(const Tensor& logits, const Tensor& scores, const Tensor& d2t,
+                                 int64_t top_k);  // top_children.cpp
 
 namespace {
 
@@ -211,4 +215,5 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("pack_bf16", &pack_bf16);
   m.def("bf16_product", &bf16_product);
   m.def("argmax", &last_argmax);
+  m.def("top_children", &top_children);
 }
