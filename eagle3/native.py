@@ -23,14 +23,17 @@ choice (for measuring one against the other).
 from __future__ import annotations
 
 import functools
+import hashlib
 import os
 import re
 import sys
 
 import torch
 
-SOURCES = [os.path.join(os.path.dirname(os.path.abspath(__file__)), "csrc", name)
+CSRC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "csrc")
+SOURCES = [os.path.join(CSRC, name)
            for name in ("decoder_layer.cpp", "attention.cpp", "product.cpp", "argmax.cpp", "top_children.cpp")]
+HEADERS = [os.path.join(CSRC, "lanes.h")]
 # The vector instructions the attention's loops are compiled for: those ATen itself runs on
 # this CPU. Its sums keep their order whatever the vector width (attention.cpp).
 CPU_FLAGS = {"AVX512": ["-mavx512f", "-mavx512bw", "-mavx512vl", "-mavx512dq", "-mavx2", "-mfma",
@@ -50,13 +53,23 @@ def layer_ops():
     try:
         from torch.utils.cpp_extension import load
 
-        return load(NAME, SOURCES, extra_cflags=["-O3", "-fopenmp", *CPU_FLAGS.get(CAPABILITY, [])],
+        return load(NAME, SOURCES, extra_cflags=["-O3", "-fopenmp", *CPU_FLAGS.get(CAPABILITY, []), headers_flag()],
                     extra_ldflags=["-fopenmp"], verbose=False)
     except (ImportError, OSError, RuntimeError) as error:  # no compiler, no ninja, a failed build
         reason = (str(error).strip().splitlines() or [type(error).__name__])[0]
         print(f"eagle3: the C++ decoder layer was not built ({reason}); decoding runs the Python layer "
               "and float64 attention (as exact, slower)", file=sys.stderr)
         return None
+
+
+def headers_flag() -> str:
+    """A define naming the headers' digest: torch rebuilds a module when its sources or its
+    flags change, not when a header they include does."""
+    digest = hashlib.sha256()
+    for path in HEADERS:
+        with open(path, "rb") as f:
+            digest.update(f.read())
+    return f"-DEAGLE3_HEADERS={digest.hexdigest()[:16]}"
 
 
 def cpu_bf16_kind() -> str | None:

@@ -12,13 +12,12 @@
 #include <cstdint>
 #include <cstring>
 
+#include "lanes.h"
+
 using at::Tensor;
 
 namespace {
 
-constexpr int64_t LANES = 16;
-typedef float Floats __attribute__((vector_size(LANES * sizeof(float))));
-typedef int32_t Ints __attribute__((vector_size(LANES * sizeof(int32_t))));
 
 int64_t first_nan(const float* x, int64_t n) {
   for (int64_t i = 0; i < n; ++i)

@@ -19,6 +19,8 @@
 
 #include <ATen/Parallel.h>
 
+#include "lanes.h"
+
 #include <algorithm>
 #include <array>
 #include <cstdint>
@@ -29,32 +31,8 @@ using at::Tensor;
 
 namespace {
 
-// Sixteen float32 lanes, whatever the CPU's vector width (the compiler splits them where its
-// registers are narrower); the order of every sum is written out below, so it is the same for
-// any caller of this build.
-constexpr int64_t LANES = 16;
-typedef float Floats __attribute__((vector_size(LANES * sizeof(float))));
-typedef int32_t Ints __attribute__((vector_size(LANES * sizeof(int32_t))));
 typedef float Floats8 __attribute__((vector_size(8 * sizeof(float))));
 typedef float Floats4 __attribute__((vector_size(4 * sizeof(float))));
-
-template <typename To, typename From>
-inline To bits_as(const From& from) {
-  static_assert(sizeof(To) == sizeof(From));
-  To to;
-  std::memcpy(&to, &from, sizeof to);
-  return to;
-}
-
-// Elements [0, count) of p, the rest 0.
-inline Floats load(const float* p, int64_t count = LANES) {
-  Floats x = {};
-  if (count == LANES)
-    std::memcpy(&x, p, sizeof x);
-  else
-    std::memcpy(&x, p, count * sizeof(float));
-  return x;
-}
 
 // The sixteen lanes added pairwise: lane l + 8 into lane l, then l + 4, l + 2, l + 1.
 inline float lane_sum(Floats x) {
@@ -79,22 +57,6 @@ inline Floats lane_sums(const Floats* x) {
                 __builtin_shufflevector(quarters[2 * k], quarters[2 * k + 1], 2, 3, 6, 7, 10, 11, 14, 15, 18, 19, 22, 23, 26, 27, 30, 31);
   return __builtin_shufflevector(halves[0], halves[1], 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30) +
          __builtin_shufflevector(halves[0], halves[1], 1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
-}
-
-// exp(x) for x <= 0 in float32, lane by lane (Cephes' expf: x = n ln2 + r, a degree-6
-// polynomial in r, times 2^n).
-inline Floats exp_nonpositive(Floats x) {
-  x = x < -87.0f ? Floats{} - 87.0f : x;
-  const Floats n = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f;  // rounded to the nearest integer
-  const Floats r = (x - n * 0.693359375f) + n * 2.12194440e-4f;
-  Floats p = Floats{} + 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  p = p * r * r + r + 1.0f;
-  return p * bits_as<Floats>((__builtin_convertvector(n, Ints) + 127) << 23);
 }
 
 // The query heads that share one key head, at one query position: they keep the same keys

@@ -2,7 +2,8 @@
 // log-probability, scored by their path, and the best top_k of all those children, the next
 // frontier. In ATen it is seven ops a level, the largest a top-k over the draft vocabulary
 // that costs tens of microseconds for a few rows; here it is one pass for each row's largest
-// logits and one for its normaliser, both sixteen lanes wide.
+// logits and one for its normaliser, both sixteen lanes wide (lanes.h, the attention's
+// exponential).
 //   logits [B, n, V] float32 or bfloat16, scores [B, n] float32 (the nodes' own), d2t [V]
 //   int64 (draft id -> target id offset), top_k ->
 //   tokens [B, n * top_k] int64 (target ids; node i's children at i * top_k ..., best first),
@@ -19,29 +20,18 @@
 #include <limits>
 #include <vector>
 
+#include "lanes.h"
+
 using at::Tensor;
 
 namespace {
 
-constexpr int64_t LANES = 16;
-typedef float Floats __attribute__((vector_size(LANES * sizeof(float))));
-typedef int32_t Ints __attribute__((vector_size(LANES * sizeof(int32_t))));
 typedef uint32_t Words __attribute__((vector_size(LANES * sizeof(uint32_t))));
 typedef uint16_t Halves __attribute__((vector_size(LANES * sizeof(uint16_t))));
 
-template <typename To, typename From>
-inline To bits_as(From from) {
-  To to;
-  std::memcpy(&to, &from, sizeof to);
-  return to;
-}
-
-// Sixteen values of a row as float32 (a bfloat16's bits are a float32's upper half).
-inline Floats load(const float* x) {
-  Floats v;
-  std::memcpy(&v, x, sizeof v);
-  return v;
-}
+// Sixteen values of a row as float32: lanes.h's for float32, this one for bfloat16 (a
+// bfloat16's bits are a float32's upper half).
+using ::load;
 inline Floats load(const at::BFloat16* x) {
   Halves h;
   std::memcpy(&h, x, sizeof h);
@@ -49,23 +39,6 @@ inline Floats load(const at::BFloat16* x) {
 }
 inline float value(const float* x, int64_t i) { return x[i]; }
 inline float value(const at::BFloat16* x, int64_t i) { return static_cast<float>(x[i]); }
-
-// e^x for x <= 0: x = m ln 2 + r with |r| <= ln 2 / 2, e^r by Cephes' degree-6 polynomial
-// (about one float32 ulp), times 2^m through the exponent's bits. Below -87, where e^x
-// leaves float32's normal range, it is e^-87: a normaliser's sum has a term of 1 beside it.
-inline Floats exp_nonpositive(Floats x) {
-  x = x < -87.0f ? Floats{} - 87.0f : x;
-  const Ints m = __builtin_convertvector(x * 1.44269504f - 0.5f, Ints);  // ceil(x / ln 2 - 0.5)
-  const Floats mf = __builtin_convertvector(m, Floats);
-  const Floats r = x - mf * 0.693359375f + mf * 2.12194440e-4f;
-  Floats p = 1.9875691500e-4f * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  const Floats e = p * r * r + r + 1.0f;
-  return e * bits_as<Floats>((m + 127) << 23);
-}
 
 // The k largest values (value descending, index ascending among equals) kept sorted.
 struct Best {
