@@ -18,7 +18,6 @@ using at::Tensor;
 
 namespace {
 
-
 int64_t first_nan(const float* x, int64_t n) {
   for (int64_t i = 0; i < n; ++i)
     if (std::isnan(x[i])) return i;
