@@ -17,6 +17,7 @@ from eagle3 import transfer
 from eagle3.checks import integer_in
 from eagle3.head import Eagle3Head
 from eagle3.kv_cache import KVCache
+from eagle3.masks import ragged_allowed
 from eagle3.native import layer_ops
 
 
@@ -270,11 +271,9 @@ def expand(head: Eagle3Head, cache: KVCache, last: torch.Tensor, lengths: list[i
     cand_parents = [torch.full((batch, top_k), -1, device=device)]
     # The frontier: its nodes' candidate indices, and their rows in the hidden states they came from.
     frontier, rows, hidden = level.best, level.best // top_k, last
-    lengths_t = transfer.to_device(lengths, device)[:, None]
+    lengths_t = transfer.to_device(lengths, device)
     own = torch.eye(top_k, dtype=torch.bool, device=device).expand(batch, top_k, top_k)
-    # Each frontier node sees its row's prefix, its ancestors' keys and its own.
-    allowed = torch.cat([(torch.arange(stable, device=device) < lengths_t[:, :, None]).expand(batch, top_k, stable),
-                         own], dim=2)
+    allowed = ragged_allowed(lengths_t, stable, own)  # each node: its row's prefix, its ancestors' keys, its own
     n_candidates = top_k
 
     for drafted in range(1, depth):
@@ -282,7 +281,7 @@ def expand(head: Eagle3Head, cache: KVCache, last: torch.Tensor, lengths: list[i
         if floor > NO_FLOOR and level.best_scores.max().item() < floor:
             break  # the frontier's children score no higher than it: none would be kept
         out = head(hidden.gather(1, rows[:, :, None].expand(-1, -1, hidden.shape[-1])), level.best_tokens,
-                   (lengths_t + drafted - 1).expand(batch, top_k), allowed[:, None], layer)
+                   (lengths_t[:, None] + drafted - 1).expand(batch, top_k), allowed[:, None], layer)
         level = top_children(head.logits(out), level.best_scores, head.d2t, top_k)
         cand_tokens.append(level.tokens)
         cand_scores.append(level.scores)
