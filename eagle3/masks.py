@@ -7,9 +7,9 @@ from __future__ import annotations
 import torch
 
 
-def additive_mask(allowed: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
-    """[q, kv] or [B, q, kv] bool -> [1 or B, 1, q, kv] mask in dtype: the keep mask itself
-    where dtype is bool, else additive."""
+def layer_mask(allowed: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """[q, kv] or [B, q, kv] bool -> [1 or B, 1, q, kv], the mask a layer reads in dtype: the
+    keep mask itself where dtype is bool, else additive."""
     if dtype == torch.bool:
         return allowed[None, None] if allowed.dim() == 2 else allowed[:, None]
     mask = torch.zeros(allowed.shape, dtype=dtype, device=allowed.device)

@@ -23,7 +23,7 @@ from eagle3.invariant import (NAME as INVARIANT_ATTENTION, cache_dtype, exact_ro
                               prepack_linears, wants_invariant_arithmetic)
 from eagle3.gguf import dequantized, find_gguf
 from eagle3.kv_cache import KVCache
-from eagle3.masks import additive_mask, in_window, ragged_allowed
+from eagle3.masks import in_window, layer_mask, ragged_allowed
 from eagle3.native import argmax, cpu_bf16_kind, cpu_info
 
 SUPPORTED_FAMILIES = ("llama", "qwen2", "qwen3", "mistral")
@@ -243,13 +243,13 @@ class Target:
         sliding-window and full layers). Positions: [B, q] and [B, kv]."""
         window, dtype = getattr(self.config, "sliding_window", None), self.mask_dtype
         if window is None:
-            return additive_mask(allowed, dtype)
-        sliding = additive_mask(allowed & in_window(query_positions, key_positions, window), dtype)
+            return layer_mask(allowed, dtype)
+        sliding = layer_mask(allowed & in_window(query_positions, key_positions, window), dtype)
         if self.config.model_type == "mistral":
             return sliding
         if "sliding_attention" in (getattr(self.config, "layer_types", None) or ()):
-            return {"full_attention": additive_mask(allowed, dtype), "sliding_attention": sliding}
-        return additive_mask(allowed, dtype)
+            return {"full_attention": layer_mask(allowed, dtype), "sliding_attention": sliding}
+        return layer_mask(allowed, dtype)
 
     def tree_mask(self, prefix_len: int, positions: torch.Tensor, ancestors: torch.Tensor):
         """The mask for verifying one tree (positions [n], ancestors [n, n], see DraftTree)

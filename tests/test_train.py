@@ -10,7 +10,7 @@ from eagle3 import GenerationConfig, HeadDrafter, TreeConfig, collect, decode, l
 from eagle3.data import Example, encode_record, load_examples
 from eagle3.head import UnrolledKV
 from eagle3.kv_cache import KVCache
-from eagle3.masks import additive_mask
+from eagle3.masks import layer_mask
 from eagle3.train import build_draft_vocab, main as train_main
 from tests.models import make_head, make_target
 
@@ -37,7 +37,7 @@ def test_unrolled_attention_equals_tree_attention():
         allowed[:, :length] = torch.ones(length, length, dtype=torch.bool).tril()
         for j in range(1, i + 1):
             allowed[:, j * length : (j + 1) * length] |= torch.eye(length, dtype=torch.bool)
-        hidden = head(hidden, tokens[i], positions + i, additive_mask(allowed, torch.float32), cache.layers[0])
+        hidden = head(hidden, tokens[i], positions + i, layer_mask(allowed, torch.float32), cache.layers[0])
         # relative: the states grow to ~20 by step 3, and float32 kernels (AVX-512 / AMX) round differently
         torch.testing.assert_close(hidden, unrolled[i], rtol=1e-4, atol=1e-4, msg=f"step {i}")
 
