@@ -28,7 +28,7 @@ Two kernels depend on the shape of the call, measured with oneDNN on AMX and on 
   path and rounds differently; so there a one-row product is padded with a zero row.
   `row_limits` measures which of the two a CPU needs, once per process. Where the CPU has
   AVX-512 BF16 without AMX, eagle3/csrc/product.cpp multiplies instead (eagle3.native
-  `bf16_products`): every output a float32 sum in one order written in its source, whatever
+  `own_products`): every output a float32 sum in one order written in its source, whatever
   the number of rows, so exact by construction, with no limits, and faster than oneDNN on
   the few rows of decoding.
 
@@ -42,12 +42,18 @@ shape, 2 threads); tests/test_invariant.py checks the decoders bit for bit on to
 that read one input (q/k/v, gate/up) multiply as one product on their stacked weights
 (`SharedInput`): 121 oneDNN calls a SmolLM2 token instead of 211, with the same bits.
 
-float32 targets on a CPU (where `auto` finds no exact bfloat16) multiply their large
-products on prepacked, stacked weights too, for speed alone: float32 needs no row invariance
-(above), and there oneDNN's packed products of the few rows of decoding read the weights
-faster than the stock ones, but at a larger fixed cost per call, so only products of at
-least FLOAT32_PREPACKED_ELEMENTS weights gain (docs/results.md). Either way the packed copy
-sits beside the model's own weights, which the state dict and training still read.
+float32 targets on a CPU (where `auto` finds no exact bfloat16) run the same arithmetic where
+the CPU has AVX2 and FMA: eagle3/csrc/product.cpp has a float32 product too (one fused
+multiply-add per input, in one order), and with the C++ attention, which sums in float32
+already, every row keeps its bits by construction there as well. That is for exactness and
+for speed alike: oneDNN's and MKL's float32 products of two to sixteen rows cost about as
+many one-row products on these CPUs, and the C++ one reads a weight for a few rows about as
+fast as for one (docs/results.md). Where the C++ cannot be built, float32 targets keep their
+own attention and multiply their large products on oneDNN's prepacked, stacked weights, for
+speed alone (at least FLOAT32_PREPACKED_ELEMENTS weights: oneDNN's fixed cost per call is
+larger than MKL's); float32 sums in another order agree to about 1e-6, which has not been
+seen to flip a greedy choice, but is not claimed exact. Either way the packed copy sits
+beside the model's own weights, which the state dict and training still read.
 """
 
 from __future__ import annotations
@@ -62,7 +68,7 @@ import torch.nn.functional as F
 from transformers import AttentionInterface, AttentionMaskInterface
 from transformers.masking_utils import eager_mask
 
-from eagle3.native import bf16_products, layer_ops
+from eagle3.native import layer_ops, own_products
 
 NAME = "eagle3_invariant"
 GEMM_ROWS = 32  # the most rows oneDNN multiplies with one-row bits (above)
@@ -152,7 +158,7 @@ def exact_rows() -> bool:
     """Whether this CPU's bfloat16 products keep every row's bits: by construction where the C++
     product multiplies, else within some row limits of oneDNN's at the PROBE_WIDTHS
     (eagle3.target.exact_bf16 asks, before any model is loaded)."""
-    return bf16_products() is not None or all(row_limits(width) is not None for width in PROBE_WIDTHS)
+    return own_products(torch.bfloat16) is not None or all(row_limits(width) is not None for width in PROBE_WIDTHS)
 
 
 def measure_row_limits(make_product, in_features: int) -> RowLimits | None:
@@ -178,20 +184,24 @@ def measure_row_limits(make_product, in_features: int) -> RowLimits | None:
 
 def prepackable(weight: torch.Tensor, elements: int) -> bool:
     """Whether a product on this weight (of `elements` weights in all, stacked ones included)
-    runs prepacked: bfloat16, or float32 of at least FLOAT32_PREPACKED_ELEMENTS, on a CPU
-    whose oneDNN packs it, no gradient wanted, and not inside torch.compile, which cannot
+    runs prepacked, on a CPU, no gradient wanted, and not inside torch.compile, which cannot
     take the packed weight as a graph input (inductor's lowering of the oneDNN op asserts on
-    it) and lowers the stock product itself."""
-    return weight.dtype in PREPACKED_DTYPES and weight.device.type == "cpu" and not (
-        torch.is_grad_enabled() and weight.requires_grad) and not torch.compiler.is_compiling() and (
+    it) and lowers the stock product itself: where the C++ product multiplies its dtype
+    (own_product), else bfloat16, or float32 of at least FLOAT32_PREPACKED_ELEMENTS, where
+    oneDNN packs it."""
+    if weight.dtype not in PREPACKED_DTYPES or weight.device.type != "cpu" or torch.compiler.is_compiling() or (
+            torch.is_grad_enabled() and weight.requires_grad):
+        return False
+    return own_product(weight) is not None or (
         weight.dtype != torch.float32 or elements >= FLOAT32_PREPACKED_ELEMENTS) and onednn_packs(weight.dtype)
 
 
 def own_product(weight: torch.Tensor):
     """The C++ module whose product (eagle3/csrc/product.cpp) multiplies this prepackable
-    weight [out, in]: bfloat16 with an even number of inputs, where eagle3.native picks it;
-    else None (oneDNN's)."""
-    return bf16_products() if weight.dtype == torch.bfloat16 and weight.shape[1] % 2 == 0 else None
+    weight [out, in] where eagle3.native picks it for its dtype (bfloat16 with an even number
+    of inputs); else None (oneDNN's)."""
+    ops = own_products(weight.dtype)
+    return ops if ops is not None and (weight.dtype != torch.bfloat16 or weight.shape[1] % 2 == 0) else None
 
 
 def products_kernel(weight: torch.Tensor) -> str:
@@ -223,8 +233,8 @@ class PackedWeights:
             bias = None if self.layers[0].bias is None else torch.cat([layer.bias.detach() for layer in self.layers])
             ops = own_product(weight)
             if ops is not None:  # eagle3/csrc/product.cpp: every row's bits by construction
-                packed = ops.pack_bf16(weight)
-                self._product = lambda rows: ops.bf16_product(rows, packed, bias)
+                packed = ops.pack(weight)
+                self._product = lambda rows: ops.product(rows, packed, bias)
             else:
                 packed = torch.ops.mkldnn._reorder_linear_weight(weight, 1)
                 self._product = lambda rows: torch.ops.mkldnn._linear_pointwise(rows, packed, bias, "none", [], "")
@@ -385,9 +395,9 @@ def pack_now(model: torch.nn.Module) -> None:
 
 def make_row_invariant(model: torch.nn.Module) -> None:
     """The target's linear layers as RowInvariantLinear, each within this CPU's row limits for
-    its input width where they were found (else GEMM_ROWS rows a product); in bfloat16 where
-    the C++ product multiplies, any number of rows at once, since it needs no limits."""
-    own = bf16_products() is not None and next(model.parameters()).dtype == torch.bfloat16
+    its input width where they were found (else GEMM_ROWS rows a product); where the C++
+    product multiplies the model's dtype, any number of rows at once, since it needs no limits."""
+    own = own_products(next(model.parameters()).dtype) is not None
     prepack_linears(model, RowInvariantLinear, (lambda width: ANY_ROWS) if own else row_limits)
 
 
@@ -402,5 +412,8 @@ def cache_dtype(model) -> torch.dtype | None:
 
 
 def wants_invariant_arithmetic(device: torch.device, dtype: torch.dtype) -> bool:
-    """CPU targets in 16-bit floats. CUDA kernels are another matter (see the README)."""
-    return device.type == "cpu" and dtype in (torch.bfloat16, torch.float16)
+    """CPU targets in 16-bit floats, and in float32 where the C++ product multiplies float32
+    (with the C++ attention, their every row's bits by construction too). CUDA kernels are
+    another matter (see the README)."""
+    return device.type == "cpu" and (dtype in (torch.bfloat16, torch.float16) or (
+        dtype == torch.float32 and own_products(torch.float32) is not None))

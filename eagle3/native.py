@@ -1,10 +1,10 @@
 """The lean decoder layer's C++ twin (eagle3/csrc/decoder_layer.cpp), the attention it
-calls (eagle3/csrc/attention.cpp), a bfloat16 product (eagle3/csrc/product.cpp), the
+calls (eagle3/csrc/attention.cpp), bfloat16 and float32 products (eagle3/csrc/product.cpp), the
 greedy verdict's argmax (eagle3/csrc/argmax.cpp) and a draft level's choice of children
 (eagle3/csrc/top_children.cpp), built once per machine; and what this CPU has.
 
     ops = layer_ops()         # the built module, or None where it cannot be built
-    ops = bf16_products()     # the same module where its product serves this CPU, else None
+    ops = own_products(dtype) # the same module where its product multiplies dtype here, else None
     tokens = argmax(logits)   # torch.argmax(logits, -1), in C++ where it can be
 
 torch.utils.cpp_extension builds it on first use (a C++ compiler and ninja; a few tens of
@@ -15,9 +15,10 @@ with eagle3.invariant's float64 attention: as exact, slower. EAGLE3_NATIVE=0 lea
 and unused.
 
 The C++ product multiplies every bfloat16 product (the target's, the head's) where the CPU
-has AVX-512 BF16 and no AMX; with AMX, oneDNN's tiles multiply a tree's rows faster than
-rows one at a time, so oneDNN keeps them. EAGLE3_PRODUCT=onednn or =cpp overrides that
-choice (for measuring one against the other).
+has AVX-512 BF16 and no AMX (with AMX, oneDNN's tiles multiply a tree's rows faster than
+rows one at a time, so oneDNN keeps them), and every float32 product where the CPU has AVX2
+and FMA (oneDNN's and MKL's float32 products of a few rows cost about as many one-row ones).
+EAGLE3_PRODUCT=onednn or =cpp overrides that choice (for measuring one against the other).
 """
 
 from __future__ import annotations
@@ -74,7 +75,7 @@ def headers_flag() -> str:
 
 def cpu_bf16_kind() -> str | None:
     """The CPU's bfloat16 instructions by /proc/cpuinfo's flags: "AMX", "AVX-512 BF16", or None."""
-    flags = cpu_info()
+    flags = cpu_flags()
     return "AMX" if "amx_bf16" in flags else "AVX-512 BF16" if "avx512_bf16" in flags else None
 
 
@@ -92,16 +93,28 @@ PRODUCTS = ("auto", "cpp", "onednn")
 
 
 @functools.cache
-def bf16_products():
-    """The C++ module where its bfloat16 product (eagle3/csrc/product.cpp) multiplies here:
-    built, the CPU has AVX-512 BF16, and (EAGLE3_PRODUCT=auto) no AMX; else None (oneDNN)."""
+def own_products(dtype: torch.dtype):
+    """The C++ module where its product (eagle3/csrc/product.cpp) multiplies this dtype's linear
+    layers here: built, and for bfloat16 a CPU with AVX-512 BF16 and (EAGLE3_PRODUCT=auto) no
+    AMX, for float32 one with AVX2 and FMA; else None (oneDNN's or MKL's product)."""
     choice = os.environ.get("EAGLE3_PRODUCT", "auto")
     if choice not in PRODUCTS:
         raise ValueError(f"EAGLE3_PRODUCT: {choice!r} is not one of {', '.join(PRODUCTS)}")
-    kind = cpu_bf16_kind()
-    if choice == "onednn" or kind is None or (kind == "AMX" and choice == "auto"):
+    if choice == "onednn":
+        return None
+    if dtype == torch.bfloat16:
+        kind = cpu_bf16_kind()
+        if kind is None or (kind == "AMX" and choice == "auto"):
+            return None
+    elif dtype != torch.float32 or not {"avx2", "fma"} <= cpu_flags():
         return None
     return layer_ops()
+
+
+def cpu_flags() -> set[str]:
+    """The instruction sets /proc/cpuinfo names (empty where there is none)."""
+    found = re.search(r"^flags\s*:(.*)$", cpu_info(), re.MULTILINE)
+    return set(found.group(1).split()) if found else set()
 
 
 def argmax(logits: torch.Tensor) -> torch.Tensor:

@@ -9,7 +9,7 @@ from eagle3 import GenerationConfig, HeadDrafter, TreeConfig, collect, decode
 from eagle3.compiled import compile_decoding
 from eagle3.target import exact_bf16
 from tests.models import make_head, make_target
-from tests.test_invariant import bf16_target
+from tests.test_invariant import exact_target
 
 needs_compiler = pytest.mark.skipif(shutil.which("g++") is None and shutil.which("c++") is None,
                                     reason="inductor needs a C++ compiler on the CPU")
@@ -32,7 +32,7 @@ def test_compiled_bf16_layers_decode_the_same():
     """The CPU bfloat16 path: its prepacked products cannot enter a graph, so they fall back to
     the stock product there (inductor used to fail on them)."""
     torch._dynamo.reset()
-    target = bf16_target(num_hidden_layers=3)  # the fewest that hold three feature layers
+    target = exact_target(num_hidden_layers=3)  # the fewest that hold three feature layers
     head = make_head(target, draft_vocab_size=48).to(torch.bfloat16)
     prompt, tree, config = [3, 1, 4, 1, 5, 9, 2, 6], TreeConfig(3, 3, 8), GenerationConfig(8)
     want = collect(decode(target, prompt, None, config)).output_ids

@@ -108,16 +108,20 @@ def test_sliding_window_targets(family):
         assert result.output_ids == reference(target, prompt, 30)
 
 
-def test_a_float32_cpu_target_multiplies_its_large_products_on_prepacked_weights(monkeypatch):
-    """On a CPU a float32 target's products of at least FLOAT32_PREPACKED_ELEMENTS weights
-    (stacked ones counted together) run on oneDNN-prepacked weights (for speed:
-    eagle3.invariant), smaller ones stock, and both give the stock logits within float32's
-    rounding."""
+def test_a_float32_cpu_target_multiplies_its_large_products_on_prepacked_weights(monkeypatch, request):
+    """Where the C++ float32 product does not multiply (no C++ build; here EAGLE3_PRODUCT=onednn),
+    a CPU float32 target's products of at least FLOAT32_PREPACKED_ELEMENTS weights (stacked
+    ones counted together) run on oneDNN-prepacked weights (for speed: eagle3.invariant),
+    smaller ones stock, and both give the stock logits within float32's rounding."""
     import eagle3.invariant
     from eagle3.invariant import PrepackedLinear, onednn_packs
+    from eagle3.native import own_products
 
     if not onednn_packs(torch.float32):
         pytest.skip("oneDNN packs no float32 weights on this CPU")
+    monkeypatch.setenv("EAGLE3_PRODUCT", "onednn")
+    own_products.cache_clear()
+    request.addfinalizer(own_products.cache_clear)
     target = make_target("llama", vocab_size=32)
     layer = target.layers[0]
     assert type(target.model.lm_head) is PrepackedLinear and layer.mlp.gate_proj.shared_input is not None

@@ -1,6 +1,7 @@
-"""bfloat16 on a CPU: a tree verified in one forward gives each node, bit for bit, the logits
-of one-token steps along its path, and rows verified together get the logits of each row
-alone (eagle3.invariant), so greedy decoding stays exact, one prompt or a batch."""
+"""bfloat16 on a CPU (float32 where the C++ float32 product multiplies instead): a tree
+verified in one forward gives each node, bit for bit, the logits of one-token steps along its
+path, and rows verified together get the logits of each row alone (eagle3.invariant), so
+greedy decoding stays exact, one prompt or a batch."""
 
 import pytest
 import torch
@@ -9,27 +10,30 @@ from eagle3 import GenerationConfig, TreeConfig, collect, collect_rows, decode, 
 from eagle3.decoder_layer import lean_forward, native_forward, use_lean_layers
 from eagle3.decoding import prefill
 from eagle3.invariant import NAME, PrepackedLinear, RowInvariantLinear, SharedInput, prepack_linears
-from eagle3.native import bf16_products, layer_ops
+from eagle3.native import layer_ops, own_products
 from eagle3.target import Target, exact_bf16, set_arithmetic
 from eagle3.tree import DraftTree, stack_trees
 from tests.models import make_head, make_target
 
 # bfloat16 linear layers give each row the same bits, within this CPU's row limits, on AMX and
-# on AVX-512 BF16 (measured by eagle3.invariant.row_limits); elsewhere `auto` keeps float32 and
-# these properties are not claimed.
-pytestmark = pytest.mark.skipif(not exact_bf16(torch.device("cpu")),
-                                reason="needs a CPU with exact bfloat16 (AMX or AVX-512 BF16)")
+# on AVX-512 BF16 (measured by eagle3.invariant.row_limits); elsewhere `auto` keeps float32,
+# whose products keep every row's bits where the C++ product multiplies them (AVX2 and FMA).
+# The tests run in the dtype `auto` picks here; where neither holds, nothing is claimed.
+DTYPE = (torch.bfloat16 if exact_bf16(torch.device("cpu"))
+         else torch.float32 if own_products(torch.float32) is not None else None)
+pytestmark = pytest.mark.skipif(DTYPE is None, reason="needs a CPU with exact bfloat16 (AMX or AVX-512 BF16), "
+                                                      "or the C++ build on one with AVX2 and FMA")
 
 
-def bf16_target(attention: str = "auto", seed: int = 0, family: str = "llama", **overrides) -> Target:
-    model = make_target(family, vocab_size=64, seed=seed, logit_scale=4.0, **overrides).model.to(torch.bfloat16)
+def exact_target(attention: str = "auto", seed: int = 0, family: str = "llama", **overrides) -> Target:
+    model = make_target(family, vocab_size=64, seed=seed, logit_scale=4.0, **overrides).model.to(DTYPE)
     return Target(set_arithmetic(model, attention))
 
 
-def bf16_head(target: Target):
-    """A random bfloat16 head on prepacked products, as eagle3.checkpoint.load_head gives: it
-    drafts through the C++ layer where that is built (tests/test_draft_step.py)."""
-    head = make_head(target, draft_vocab_size=48).to(torch.bfloat16)
+def exact_head(target: Target):
+    """A random head on prepacked products, as eagle3.checkpoint.load_head gives: it drafts
+    through the C++ layer where that is built (tests/test_draft_step.py)."""
+    head = make_head(target, draft_vocab_size=48).to(DTYPE)
     prepack_linears(head)
     return head
 
@@ -109,29 +113,34 @@ def batch_matches_rows_alone(target: Target, seed: int, rows: int = 4) -> bool:
     return all(torch.equal(together[row], alone[row]) for row in range(rows))
 
 
-def test_bf16_cpu_targets_get_the_invariant_attention_and_linear_layers():
-    target = bf16_target()
+def test_cpu_targets_get_the_invariant_attention_and_linear_layers(monkeypatch):
+    target = exact_target()
     assert target.model.config._attn_implementation == NAME
     assert isinstance(target.model.lm_head, RowInvariantLinear)
     assert all(isinstance(layer.mlp.down_proj, RowInvariantLinear) for layer in target.layers)
-    float32 = make_target("llama")  # keeps its own attention; its products are prepacked, not row-invariant
-    assert float32.model.config._attn_implementation != NAME
-    assert type(float32.model.lm_head) is PrepackedLinear
+    monkeypatch.setenv("EAGLE3_PRODUCT", "onednn")
+    own_products.cache_clear()
+    try:  # without the C++ float32 product float32 keeps its own attention and prepacked products
+        float32 = make_target("llama")
+        assert float32.model.config._attn_implementation != NAME
+        assert type(float32.model.lm_head) is PrepackedLinear
+    finally:
+        own_products.cache_clear()
 
 
 def test_layers_that_read_one_input_are_one_product():
     """q/k/v and gate/up multiply once, stacked; each takes its own columns, in any order of
     the calls, with the bits of its own product, and nothing stays held afterwards."""
-    target = bf16_target(**WIDE)
+    target = exact_target(**WIDE)
     layer = target.layers[0]
     group = layer.self_attn.q_proj.shared_input
     assert isinstance(group, SharedInput) and group is layer.self_attn.v_proj.shared_input
     assert layer.mlp.gate_proj.shared_input is layer.mlp.up_proj.shared_input is not None
     assert layer.self_attn.o_proj.shared_input is None and layer.mlp.down_proj.shared_input is None
-    x = torch.randn(40, WIDE["hidden_size"], dtype=torch.bfloat16)  # more than GEMM_ROWS rows
+    x = torch.randn(40, WIDE["hidden_size"], dtype=DTYPE)  # more than GEMM_ROWS rows
 
-    def alone(rows, m):  # each row's stock one-row product
-        return torch.cat([torch.nn.functional.linear(row, m.weight) for row in rows.split(1)])
+    def alone(rows, m):  # each row's one-row product on the member's own packed weight
+        return torch.cat([m.packed_weights().product()(row) for row in rows.split(1)])
 
     with torch.no_grad():
         for order in (group.members, group.members[::-1]):
@@ -159,7 +168,7 @@ def test_lean_layers_compute_the_stock_layers_bits(family, native):
     transformers' own decoder layer gives under the same arithmetic: a prefill, a verified
     tree (its mask a keep mask for the C++ layers, additive for the others), one-token steps,
     and training's forward without a cache (its features and final states)."""
-    target = bf16_target(family=family, **LEAN_FAMILIES[family])
+    target = exact_target(family=family, **LEAN_FAMILIES[family])
     generator = torch.Generator().manual_seed(3)
     with torch.no_grad():  # norm weights other than ones, so that their products round
         for name, weight in target.model.named_parameters():
@@ -183,7 +192,7 @@ def test_lean_layers_compute_the_stock_layers_bits(family, native):
         return out + list(target.training_states(prefix))
 
     # The C++ attention reads a keep mask as it is; the others get the additive mask.
-    assert target.mask_dtype == (torch.bool if native else torch.bfloat16)
+    assert target.mask_dtype == (torch.bool if native else DTYPE)
     lean = run()
     use_lean_layers(target.model, False)
     assert not any("forward" in layer.__dict__ for layer in target.layers)
@@ -203,7 +212,7 @@ def test_layers_that_differ_are_not_grouped():
 # Each arithmetic a CPU may run: the C++ attention and product (eagle3/csrc; the product is
 # chosen here even on AMX, where eagle3.native keeps oneDNN's by default), the C++ attention
 # with oneDNN's products within their row limits, and where the C++ cannot be built, float64
-# attention with oneDNN's products.
+# attention with oneDNN's products. float32 is exact with the C++ ones only.
 ARITHMETIC = {"C++": ("C++", "cpp"), "C++ attention, oneDNN products": ("C++", "onednn"),
               "no C++ build": ("float64", "onednn")}
 
@@ -212,20 +221,22 @@ ARITHMETIC = {"C++": ("C++", "cpp"), "C++ attention, oneDNN products": ("C++", "
 def arithmetic(request, monkeypatch):
     """(attention, products) of ARITHMETIC, set for the test."""
     attention, products = ARITHMETIC[request.param]
+    if DTYPE == torch.float32 and request.param != "C++":
+        pytest.skip("float32 keeps every row's bits with the C++ product only")
     if attention == "C++" and layer_ops() is None:
         pytest.skip("eagle3.native needs a C++ compiler and ninja")
     if attention == "float64":
         monkeypatch.setenv("EAGLE3_NATIVE", "0")
     monkeypatch.setenv("EAGLE3_PRODUCT", products)
     layer_ops.cache_clear()
-    bf16_products.cache_clear()
+    own_products.cache_clear()
     yield attention, products
     layer_ops.cache_clear()
-    bf16_products.cache_clear()
+    own_products.cache_clear()
 
 
 def test_the_cache_stores_what_the_attention_reads(arithmetic):
-    target = bf16_target()
+    target = exact_target()
     cache = target.new_cache(8)
     target.forward(torch.tensor([[1, 2]]), torch.arange(2)[None], cache)
     assert cache.storage.dtype == {"C++": torch.float32, "float64": torch.float64}[arithmetic[0]]
@@ -235,7 +246,7 @@ def test_the_cache_stores_what_the_attention_reads(arithmetic):
 def test_tree_verification_is_bitwise_one_token_steps(widths, arithmetic):
     """At SmolLM2's widths too: its down projection's one-row products are the ones that
     AVX-512 BF16 pads."""
-    target = bf16_target(**(WIDE if widths == "SmolLM2's" else {}))
+    target = exact_target(**(WIDE if widths == "SmolLM2's" else {}))
     assert all(tree_matches_steps(target, seed) for seed in range(8))
 
 
@@ -244,19 +255,20 @@ def test_stock_attention_is_not(attention, monkeypatch):
     """The control: transformers' own attentions differ in the last bits, which in bfloat16
     is what flips greedy choices (at SmolLM2's widths: eager's products on AVX-512 BF16 keep
     the bits of a small model's). With oneDNN's products: on the C++ ones eager attention
-    happens to keep these trees' bits, sdpa still does not."""
-    monkeypatch.setenv("EAGLE3_PRODUCT", "onednn")
-    bf16_products.cache_clear()
+    happens to keep these trees' bits, sdpa still does not. float32 keeps the C++ products,
+    so that only the attention differs."""
+    monkeypatch.setenv("EAGLE3_PRODUCT", "onednn" if DTYPE == torch.bfloat16 else "cpp")
+    own_products.cache_clear()
     try:
-        target = bf16_target(attention, **WIDE)
+        target = exact_target(attention, **WIDE)
         assert not all(tree_matches_steps(target, seed) for seed in range(8))
     finally:
-        bf16_products.cache_clear()
+        own_products.cache_clear()
 
 
-def test_bf16_greedy_speculative_equals_plain(arithmetic):
-    target = bf16_target()
-    head = bf16_head(target)
+def test_greedy_speculative_equals_plain(arithmetic):
+    target = exact_target()
+    head = exact_head(target)
     generator = torch.Generator().manual_seed(3)
     config = GenerationConfig(max_new_tokens=48)
     for _ in range(6):
@@ -273,7 +285,7 @@ WIDE = dict(hidden_size=576, intermediate_size=1536, num_attention_heads=9, num_
 
 
 def test_a_batch_gives_each_row_its_logits_alone(arithmetic):
-    target = bf16_target(**WIDE)
+    target = exact_target(**WIDE)
     assert all(batch_matches_rows_alone(target, seed) for seed in range(4))
 
 
@@ -282,14 +294,14 @@ def test_stock_linear_layers_do_not():
     rows alone: on AMX those of 4 trees of 17 nodes (68 rows) or of a padded prefill, on
     AVX-512 BF16 a one-token step's against its node in a tree (the down projection's one-row
     product takes its own path)."""
-    target = stock_linears(bf16_target(**WIDE))
+    target = stock_linears(exact_target(**WIDE))
     assert not (all(batch_matches_rows_alone(target, seed) for seed in range(4))
                 and all(tree_matches_steps(target, seed) for seed in range(8)))
 
 
-def test_bf16_greedy_batches_equal_each_prompt_alone(arithmetic):
-    target = bf16_target(**WIDE)
-    head = bf16_head(target)
+def test_greedy_batches_equal_each_prompt_alone(arithmetic):
+    target = exact_target(**WIDE)
+    head = exact_head(target)
     generator = torch.Generator().manual_seed(5)
     prompts = [torch.randint(0, target.vocab_size, (int(torch.randint(4, 40, (), generator=generator)),),
                              generator=generator).tolist() for _ in range(4)]

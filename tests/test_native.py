@@ -39,7 +39,8 @@ def test_argmax_is_torchs():
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 def test_top_children_is_atens_choice(dtype, monkeypatch):
     """The children and best children the ATen ops choose, with scores within a few float32
-    ulps (its own exponential), at vocabularies under, at and over sixteen lanes, for a level's
+    ulps of the log-sum-exp they subtract (about 20 here: the two exponentials differ in their
+    last bits, ATen's by CPU), at vocabularies under, at and over sixteen lanes, for a level's
     root (one node) and a frontier of k nodes, top_k up to the whole vocabulary. bfloat16
     logits tie often: there the chosen values are ATen's, and equal ones come in id order."""
     generator = torch.Generator().manual_seed(0)
@@ -53,7 +54,7 @@ def test_top_children_is_atens_choice(dtype, monkeypatch):
         aten = tree.top_children(logits, scores, d2t, top_k)
         monkeypatch.undo()
         for field in ("scores", "best_scores"):
-            torch.testing.assert_close(getattr(cpp, field), getattr(aten, field), atol=2e-6, rtol=2e-6)
+            torch.testing.assert_close(getattr(cpp, field), getattr(aten, field), atol=1e-5, rtol=2e-6)
         assert torch.equal(cpp.best_scores, cpp.scores.gather(1, cpp.best))
         assert torch.equal(cpp.best_tokens, cpp.tokens.gather(1, cpp.best))
         if dtype == torch.float32:  # no ties

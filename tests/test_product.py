@@ -1,5 +1,5 @@
-"""eagle3/csrc/product.cpp: a bfloat16 product whose every row gets the bits it gets alone,
-for any number of rows, by construction; within bfloat16's rounding of the exact product;
+"""eagle3/csrc/product.cpp: bfloat16 and float32 products whose every row gets the bits it
+gets alone, for any number of rows, by construction; within rounding of the exact product;
 bad shapes and dtypes named. (The decoders on top of it: tests/test_invariant.py.)"""
 
 import pytest
@@ -7,39 +7,49 @@ import torch
 
 from eagle3 import native
 from eagle3.invariant import ANY_ROWS, PrepackedLinear, make_row_invariant, prepack_linears
-from eagle3.native import cpu_bf16_kind, layer_ops
+from eagle3.native import cpu_flags, layer_ops
 
-pytestmark = pytest.mark.skipif(layer_ops() is None or cpu_bf16_kind() is None,
-                                reason="needs the C++ build (a C++ compiler and ninja) and a CPU with AVX-512 BF16")
+# The dtypes this CPU's instructions multiply: bfloat16 with AVX-512 BF16, float32 with AVX2 and FMA.
+DTYPES = [dtype for dtype, needs in ((torch.bfloat16, {"avx512_bf16"}), (torch.float32, {"avx2", "fma"}))
+          if needs <= cpu_flags()]
+pytestmark = pytest.mark.skipif(layer_ops() is None or not DTYPES,
+                                reason="needs the C++ build (a C++ compiler and ninja) and a CPU with AVX2 or AVX-512 BF16")
+BF16 = pytest.mark.skipif(torch.bfloat16 not in DTYPES, reason="needs a CPU with AVX-512 BF16")
 
 
-def weights(outputs: int, inputs: int, seed: int = 0):
+def weights(outputs: int, inputs: int, dtype: torch.dtype = torch.bfloat16, seed: int = 0):
     generator = torch.Generator().manual_seed(seed)
-    weight = (torch.randn(outputs, inputs, generator=generator) * 0.05).to(torch.bfloat16)
-    bias = torch.randn(outputs, generator=generator).to(torch.bfloat16)
+    weight = (torch.randn(outputs, inputs, generator=generator) * 0.05).to(dtype)
+    bias = torch.randn(outputs, generator=generator).to(dtype)
     return weight, bias, generator
 
 
 # SmolLM2's q/k/v and down projection, and widths with a partial last block of columns.
+@pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("outputs,inputs", [(960, 576), (576, 1536), (37, 64), (5, 8)])
-def test_every_row_gets_its_bits_alone(outputs, inputs):
-    weight, bias, generator = weights(outputs, inputs)
-    packed = layer_ops().pack_bf16(weight)
-    rows = torch.randn(70, inputs, generator=generator).to(torch.bfloat16)
-    alone = torch.cat([layer_ops().bf16_product(row[None], packed, bias) for row in rows])
-    for m in (2, 3, 4, 5, 6, 7, 9, 10, 11, 16, 33, 70):  # every tiling of the rows (product.cpp, all_rows)
-        assert torch.equal(layer_ops().bf16_product(rows[:m], packed, bias), alone[:m]), m
+def test_every_row_gets_its_bits_alone(outputs, inputs, dtype):
+    weight, bias, generator = weights(outputs, inputs, dtype)
+    packed = layer_ops().pack(weight)
+    rows = torch.randn(150, inputs, generator=generator).to(dtype)
+    alone = torch.cat([layer_ops().product(row[None], packed, bias) for row in rows])
+    # every tiling of the rows (product.cpp: all_rows, f32_rows), and float32's chunks of 64
+    for m in (2, 3, 4, 5, 6, 7, 9, 10, 11, 16, 33, 70, 129, 150):
+        assert torch.equal(layer_ops().product(rows[:m], packed, bias), alone[:m]), m
 
 
-def test_within_bfloat16_rounding_of_the_exact_product():
-    weight, bias, generator = weights(577, 576)
-    rows = torch.randn(9, 576, generator=generator).to(torch.bfloat16)
-    out = layer_ops().bf16_product(rows, layer_ops().pack_bf16(weight), bias).double()
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_within_rounding_of_the_exact_product(dtype):
+    weight, bias, generator = weights(577, 576, dtype)
+    rows = torch.randn(9, 576, generator=generator).to(dtype)
+    out = layer_ops().product(rows, layer_ops().pack(weight), bias).double()
     exact = rows.double() @ weight.double().T + bias.double()
-    magnitude = rows.double().abs() @ weight.double().abs().T  # what a float32 sum's own rounding scales with
-    assert ((out - exact).abs() <= exact.abs() * 2 ** -8 + magnitude * 2 ** -16).all()  # one rounding to bfloat16
+    magnitude = rows.double().abs() @ weight.double().abs().T + bias.double().abs()
+    # a float32 sum of 576 products, plus one rounding to bfloat16 for bfloat16
+    rounding = exact.abs() * 2 ** -8 if dtype == torch.bfloat16 else 0
+    assert ((out - exact).abs() <= rounding + magnitude * 577 * 2 ** -24).all()
 
 
+@BF16
 def test_sums_round_to_bfloat16_as_torch_converts():
     """Zero rows' sums are the bias itself, so their output is the float32 bias as the kernel
     rounds it: to nearest even, ties, denormals, infinities and NaN as torch converts them.
@@ -49,8 +59,8 @@ def test_sums_round_to_bfloat16_as_torch_converts():
     bias = torch.tensor([1 + one, 1 + 3 * one, 1 + one + 2 ** -20, -(1 + one), -(1 + 3 * one), 2 ** -130,
                          -3 * 2 ** -140, 1e-45, float("nan"), float("inf"), -float("inf"), 3.4e38, -3.4e38, 0.0,
                          65504.0, 1 / 3, -2 / 3, 1 + one, 2 ** -126 * (1 + one), 2 ** -126 * (1 + 3 * one)], dtype=torch.float32)
-    packed = layer_ops().pack_bf16(torch.zeros(20, 8, dtype=torch.bfloat16))
-    out = layer_ops().bf16_product(torch.zeros(3, 8, dtype=torch.bfloat16), packed, bias)
+    packed = layer_ops().pack(torch.zeros(20, 8, dtype=torch.bfloat16))
+    out = layer_ops().product(torch.zeros(3, 8, dtype=torch.bfloat16), packed, bias)
     expected = bias.to(torch.bfloat16).expand(3, -1)
     assert torch.equal(out.isnan(), expected.isnan())
     numbers = ~expected.isnan()
@@ -58,36 +68,42 @@ def test_sums_round_to_bfloat16_as_torch_converts():
 
 
 def test_bad_shapes_and_dtypes_are_named():
-    weight, bias, _ = weights(32, 64)
-    packed = layer_ops().pack_bf16(weight)
-    with pytest.raises(RuntimeError, match="bf16_product: rows"):
-        layer_ops().bf16_product(torch.zeros(2, 62, dtype=torch.bfloat16), packed, None)
-    with pytest.raises(RuntimeError, match="bfloat16 rows and weight"):
-        layer_ops().bf16_product(torch.zeros(2, 64), packed, None)
+    weight, bias, _ = weights(32, 64, DTYPES[0])
+    packed = layer_ops().pack(weight)
+    with pytest.raises(RuntimeError, match="product: rows"):
+        layer_ops().product(torch.zeros(2, 62, dtype=DTYPES[0]), packed, None)
+    with pytest.raises(RuntimeError, match="product: Double rows for a"):
+        layer_ops().product(torch.zeros(2, 64, dtype=torch.float64), packed, None)
     with pytest.raises(RuntimeError, match="K even"):
-        layer_ops().pack_bf16(torch.zeros(4, 7, dtype=torch.bfloat16))
+        layer_ops().pack(torch.zeros(4, 7, dtype=torch.bfloat16))
+    with pytest.raises(RuntimeError, match="a bfloat16 or float32 weight"):
+        layer_ops().pack(torch.zeros(4, 8, dtype=torch.float16))
 
 
-def test_linear_layers_multiply_on_it_where_chosen(monkeypatch):
-    """EAGLE3_PRODUCT=cpp packs bfloat16 layers for it, and a row-invariant model needs no row
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_linear_layers_multiply_on_it_where_chosen(monkeypatch, dtype):
+    """EAGLE3_PRODUCT=cpp packs the layers for it, and a row-invariant model needs no row
     limits then; =onednn keeps oneDNN's packing; another value is named."""
-    layer = torch.nn.Linear(64, 48, bias=False).to(torch.bfloat16)
+    layer = torch.nn.Linear(64, 48, bias=False).to(dtype)
     prepack_linears(layer)
     for choice, packed_dims in (("cpp", 3), ("onednn", 2)):
         monkeypatch.setenv("EAGLE3_PRODUCT", choice)
-        native.bf16_products.cache_clear()
+        native.own_products.cache_clear()
         layer.__dict__.pop("_packed", None)
         with torch.inference_mode():
+            if choice == "onednn" and dtype == torch.float32:  # too small for oneDNN's float32: stock
+                assert not layer.packs()
+                continue
             assert layer.packed_weights().tensors()[0].dim() == packed_dims
-            torch.testing.assert_close(layer(torch.ones(2, 64, dtype=torch.bfloat16)).float(),
+            torch.testing.assert_close(layer(torch.ones(2, 64, dtype=dtype)).float(),
                                        torch.ones(2, 64) @ layer.weight.float().T, rtol=0.01, atol=0.01)
     monkeypatch.setenv("EAGLE3_PRODUCT", "cpp")
-    native.bf16_products.cache_clear()
-    model = torch.nn.Sequential(torch.nn.Linear(64, 48)).to(torch.bfloat16)
+    native.own_products.cache_clear()
+    model = torch.nn.Sequential(torch.nn.Linear(64, 48)).to(dtype)
     make_row_invariant(model)
     assert isinstance(model[0], PrepackedLinear) and model[0].row_limits == ANY_ROWS
     monkeypatch.setenv("EAGLE3_PRODUCT", "fast")
-    native.bf16_products.cache_clear()
+    native.own_products.cache_clear()
     with pytest.raises(ValueError, match="EAGLE3_PRODUCT: 'fast'"):
-        native.bf16_products()
-    native.bf16_products.cache_clear()
+        native.own_products(dtype)
+    native.own_products.cache_clear()

@@ -8,7 +8,7 @@ import torch
 
 from eagle3.invariant import (ANY_ROWS, GEMM_ROWS, PROBE_WIDTHS, RowInvariantLinear, RowLimits, by_rows, measure_row_limits,
                               row_limits)
-from eagle3.native import bf16_products
+from eagle3.native import own_products
 from eagle3.target import exact_bf16
 
 
@@ -66,11 +66,11 @@ def test_limits_follow_what_the_kernels_do():
 def test_a_bfloat16_target_takes_this_cpus_limits_per_input_width():
     """oneDNN's products within their measured limits; the C++ product, where it multiplies,
     without any (tests/test_product.py)."""
-    from tests.test_invariant import WIDE, bf16_target
+    from tests.test_invariant import WIDE, exact_target
 
     assert all(row_limits(width) in (RowLimits(1, GEMM_ROWS), RowLimits(2, GEMM_ROWS)) for width in PROBE_WIDTHS)
-    target = bf16_target(**WIDE)
+    target = exact_target(**WIDE)  # bfloat16 where exact_bf16
     for module in target.model.modules():
         if isinstance(module, RowInvariantLinear):
-            assert module.row_limits == (ANY_ROWS if bf16_products() else row_limits(module.in_features))
+            assert module.row_limits == (ANY_ROWS if own_products(torch.bfloat16) else row_limits(module.in_features))
     assert target.layers[0].mlp.down_proj.in_features == 1536

@@ -159,10 +159,10 @@ def test_training_runs_the_target_on_its_own_kernels(tmp_path, tokenizer, monkey
     def refuse(model):
         raise AssertionError("the trainer's target took the invariant arithmetic")
 
-    monkeypatch.setattr(eagle3.target, "make_row_invariant", refuse)
     target = make_target("llama", vocab_size=len(tokenizer), eos=tokenizer.eos_token_id)
     target.model.save_pretrained(tmp_path / "target")
     tokenizer.save_pretrained(tmp_path / "target")
+    monkeypatch.setattr(eagle3.target, "make_row_invariant", refuse)
     (tmp_path / "data.jsonl").write_text("\n".join(json.dumps({"text": f"def f{i}(x):\n    return x + {i}\n"})
                                                   for i in range(4)) + "\n")
     assert train_main(["--target", str(tmp_path / "target"), "--data", str(tmp_path / "data.jsonl"),

@@ -34,13 +34,13 @@ def main() -> None:
     print(f"{'weight':<22}{'rows':>5}{'C++ us':>10}{'oneDNN us':>11}  rows alone")
     for name, (outputs, inputs) in SHAPES.items():
         weight = (torch.randn(outputs, inputs, generator=generator) * 0.05).to(torch.bfloat16)
-        packed, onednn = ops.pack_bf16(weight), torch.ops.mkldnn._reorder_linear_weight(weight, 1)
+        packed, onednn = ops.pack(weight), torch.ops.mkldnn._reorder_linear_weight(weight, 1)
         calls = 20 if outputs * inputs > 10_000_000 else 300
         for m in row_counts:
             rows = torch.randn(m, inputs, generator=generator).to(torch.bfloat16)
-            together = ops.bf16_product(rows, packed, None)
-            alone = torch.cat([ops.bf16_product(row[None], packed, None) for row in rows])
-            cpp = call_seconds(lambda: ops.bf16_product(rows, packed, None), CPU, calls) * 1e6
+            together = ops.product(rows, packed, None)
+            alone = torch.cat([ops.product(row[None], packed, None) for row in rows])
+            cpp = call_seconds(lambda: ops.product(rows, packed, None), CPU, calls) * 1e6
             mkldnn = call_seconds(lambda: torch.ops.mkldnn._linear_pointwise(rows, onednn, None, "none", [], ""), CPU,
                                   calls) * 1e6
             print(f"{name + f' {outputs} x {inputs}':<22}{m:>5}{cpp:>10.1f}{mkldnn:>11.1f}  {torch.equal(together, alone)}")
@@ -50,9 +50,9 @@ def main() -> None:
 def step_from_memory(ops, generator: torch.Generator, row_counts: list[int], layers: int = 30) -> None:
     """A step's products on `layers` layers of distinct weights (more bytes than the caches
     hold), then the lm_head: milliseconds and GB/s of weights read, medians of 7 steps."""
-    packed = [ops.pack_bf16((torch.randn(outputs, inputs, generator=generator) * 0.05).to(torch.bfloat16))
+    packed = [ops.pack((torch.randn(outputs, inputs, generator=generator) * 0.05).to(torch.bfloat16))
               for _ in range(layers) for name, (outputs, inputs) in SHAPES.items() if name != "lm_head"]
-    lm_head = ops.pack_bf16((torch.randn(*SHAPES["lm_head"], generator=generator) * 0.05).to(torch.bfloat16))
+    lm_head = ops.pack((torch.randn(*SHAPES["lm_head"], generator=generator) * 0.05).to(torch.bfloat16))
     layer_bytes = sum(w.numel() * 2 for w in packed)
     print(f"\na step from memory: {layers} layers ({layer_bytes / 1e6:.0f} MB), then the lm_head")
     for m in row_counts:
@@ -61,9 +61,9 @@ def step_from_memory(ops, generator: torch.Generator, row_counts: list[int], lay
         for _ in range(7):
             start = time.perf_counter()
             for weight in packed:
-                ops.bf16_product(inputs[2 * weight.shape[1]], weight, None)
+                ops.product(inputs[2 * weight.shape[1]], weight, None)
             middle = time.perf_counter()
-            ops.bf16_product(inputs[576], lm_head, None)
+            ops.product(inputs[576], lm_head, None)
             times.append((middle - start, time.perf_counter() - middle))
         layer_s, head_s = (statistics.median(t[i] for t in times) for i in (0, 1))
         print(f"{m:>3} rows: layers {layer_s * 1e3:6.2f} ms ({layer_bytes / layer_s / 1e9:5.1f} GB/s), "

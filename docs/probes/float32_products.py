@@ -1,14 +1,14 @@
 """What a float32 linear product costs by rows on this CPU: stock `F.linear` (MKL's sgemm),
-MKL's packed weight (`torch.ops.mkl._mkl_linear`, the layout torch's freezing passes use) and
-oneDNN's prepacked weight (`torch.ops.mkldnn._linear_pointwise`, what eagle3.invariant's
-PrepackedLinear runs): the question behind a tree's price in float32, where `auto` runs the
+MKL's packed weight (`torch.ops.mkl._mkl_linear`, the layout torch's freezing passes use),
+oneDNN's prepacked weight (`torch.ops.mkldnn._linear_pointwise`) and the C++ product on its
+packed weight (eagle3/csrc/product.cpp, where eagle3.native builds it): the question behind a tree's price in float32, where `auto` runs the
 target on a CPU without exact bfloat16. Random weights of SmolLM2's shapes (q/k/v and
 gate/up also stacked, as SharedInput multiplies them) and of a small model's, where a call's
 fixed cost shows; each product on the next of enough copies to overflow the caches
 (decoding reads its weights from memory), the fastest of five passes. Also says whether
 each row of an m-row product keeps the bits of the one-row product.
 
-    python docs/probes/float32_products.py [--rows 1,2,4,16] [--shapes lm_head,down]
+    PYTHONPATH=. python docs/probes/float32_products.py [--rows 1,2,4,16] [--shapes lm_head,down]
 """
 
 import argparse
@@ -16,6 +16,8 @@ import time
 
 import torch
 import torch.nn.functional as F
+
+from eagle3.native import layer_ops
 
 parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
 parser.add_argument("--rows", default="1,2,4,16", help="row counts, comma-separated")
@@ -46,6 +48,7 @@ def keeps_bits(product, x) -> bool:
 
 
 torch.manual_seed(0)
+OPS = layer_ops()
 print(f"threads {torch.get_num_threads()}, CPU capability {torch.backends.cpu.get_cpu_capability()}")
 for name, (k, n) in SHAPES.items():
     if args.shapes and not any(name.startswith(prefix) for prefix in args.shapes.split(",")):
@@ -53,15 +56,19 @@ for name, (k, n) in SHAPES.items():
     weights = [torch.randn(n, k) * 0.02 for _ in range(max(2, -(-args.cold_mib * 2**20 // (n * k * 4))))]
     mkl = [(torch.ops.mkl._mkl_reorder_linear_weight(w, 1), w) for w in weights]
     onednn = [torch.ops.mkldnn._reorder_linear_weight(w, 1) for w in weights]
+    own = [OPS.pack(w) for w in weights] if OPS else []
     print(name)
     for m in ROWS:
         x = torch.randn(m, k)
         products = {"stock": lambda w, x=x: F.linear(x, w),
                     "MKL packed": lambda p, x=x: torch.ops.mkl._mkl_linear(x, p[0], p[1], None, 1),
-                    "oneDNN prepacked": lambda p, x=x: torch.ops.mkldnn._linear_pointwise(x, p, None, "none", [], "")}
+                    "oneDNN prepacked": lambda p, x=x: torch.ops.mkldnn._linear_pointwise(x, p, None, "none", [], ""),
+                    "C++": lambda p, x=x: OPS.product(x, p, None)}
         times = {kind: microseconds(product, copies)
-                 for (kind, product), copies in zip(products.items(), (weights, mkl, onednn))}
+                 for (kind, product), copies in zip(products.items(), (weights, mkl, onednn, own)) if copies}
         bits = {"stock": keeps_bits(lambda r: F.linear(r, weights[0]), x),
                 "oneDNN": keeps_bits(lambda r: torch.ops.mkldnn._linear_pointwise(r, onednn[0], None, "none", [], ""), x)}
+        if OPS:
+            bits["C++"] = keeps_bits(lambda r: OPS.product(r, own[0], None), x)
         print(f"  {m:>3} rows: " + ", ".join(f"{kind} {us:8.1f} us" for kind, us in times.items())
               + " | rows keep their one-row bits: " + ", ".join(f"{kind} {kept}" for kind, kept in bits.items()))

@@ -25,15 +25,15 @@
 using at::Tensor;
 using OptionalTensor = c10::optional<Tensor>;
 
-Tensor pack_bf16(const Tensor& weight);  // product.cpp
-Tensor bf16_product(const Tensor& rows, const Tensor& packed, const OptionalTensor& bias);
+Tensor pack(const Tensor& weight);  // product.cpp
+Tensor product(const Tensor& rows, const Tensor& packed, const OptionalTensor& bias);
 
 namespace {
 
 // A product on a packed weight: product.cpp's where it packed it ([N, K / 2, 2]), else
 // torch.ops.mkldnn._linear_pointwise(rows, packed, bias, "none", [], "") on oneDNN's.
 Tensor packed_product(const Tensor& rows, const Tensor& packed, const OptionalTensor& bias) {
-  if (packed.dim() == 3) return bf16_product(rows, packed, bias);
+  if (packed.dim() == 3) return product(rows, packed, bias);
   static const auto op = c10::Dispatcher::singleton().findSchemaOrThrow("mkldnn::_linear_pointwise", "");
   std::vector<c10::IValue> stack{rows, packed, bias, std::string("none"), c10::List<c10::optional<at::Scalar>>(),
                                  std::string("")};
@@ -212,8 +212,8 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("rms_norm", &rms_norm);
   m.def("layer_output", &layer_output);
   m.def("attention", &exact_attention);
-  m.def("pack_bf16", &pack_bf16);
-  m.def("bf16_product", &bf16_product);
+  m.def("pack", &pack);
+  m.def("product", &product);
   m.def("argmax", &last_argmax);
   m.def("top_children", &top_children);
 }

@@ -1,20 +1,24 @@
-// A bfloat16 matrix product whose every row gets the same bits however many rows come with
-// it, for CPUs with AVX-512 BF16: rows [M, K] times a weight [N, K] -> [M, N] (plus a bias).
+// Matrix products whose every row gets the same bits however many rows come with it: rows
+// [M, K] times a weight [N, K] -> [M, N] (plus a bias), in bfloat16 for CPUs with AVX-512
+// BF16 and in float32 for CPUs with AVX2 and FMA.
 //
-// Each output element is one float32 sum over k in one order written here: vdpbf16ps adds
-// the products of a pair of inputs (k = 2q, 2q + 1) to the element's running sum, for q = 0,
-// 1, ... in turn, then the bias, then one rounding to bfloat16. Rows are computed by the same
-// instructions in the same order whether they come one at a time or with others (rows share
-// only the weight loads), and the threads split the columns, never the sum. So a tree node
-// or a batch row gets its one-token step's bits by construction, with no row limits to
-// measure (eagle3.invariant).
+// Each output element is one float32 sum over k in one order written here, then the bias:
+// in bfloat16 vdpbf16ps adds the products of a pair of inputs (k = 2q, 2q + 1) to the
+// element's running sum, for q = 0, 1, ... in turn, and the result is rounded once to
+// bfloat16; in float32 each k is one fused multiply-add, k = 0, 1, ... in turn. Rows are
+// computed by the same instructions in the same order whether they come one at a time or
+// with others (rows share only the weight loads), and the threads split the columns, never
+// the sum. So a tree node or a batch row gets its one-token step's bits by construction,
+// with no row limits to measure (eagle3.invariant).
 //
-// The weight is packed once into 16-column blocks, a pair of inputs per lane, so a block's
-// pair is one 64-byte vector: [N, K / 2, 2] in shape, laid out as [N / 16][K / 2][16][2], the
-// last block holding N % 16 columns where N is not a multiple of 16. One-token decoding is
-// bound by reading the weight; this layout reads it in one stream per block with no
-// per-call setup, where oneDNN's product pays a fixed cost of some microseconds per call,
-// a large part of a small model's step.
+// The weight is packed once into 16-column blocks, one 32-bit word of inputs per lane (a
+// pair of bfloat16 inputs, or one float32), so a block's word is one 64-byte line: [N, K / 2,
+// 2] or [N, K, 1] in shape, laid out as [N / 16][K / 2][16][2] or [N / 16][K][16], the last
+// block holding N % 16 columns where N is not a multiple of 16. One-token decoding is bound
+// by reading the weight; this layout reads it in one stream per block with no per-call
+// setup, where oneDNN's product pays a fixed cost of some microseconds per call, a large part
+// of a small model's step, and its float32 products of two or more rows cost about as many
+// one-row products (docs/results.md).
 
 #include <torch/extension.h>
 
@@ -28,10 +32,29 @@ using at::Tensor;
 namespace {
 constexpr int64_t LANES = 16;  // columns of a block: float32 lanes of one vector
 constexpr int64_t BLOCKS = 4;  // blocks a tile sums at once, four independent running sums a row
+constexpr int64_t CHUNK_ROWS = 64;  // rows of a float32 product that pass over its weight together
+}  // namespace
+
+namespace {
+
+// A weight's n columns as blocks of LANES: the threads split the blocks evenly, and each goes
+// through its own in groups of up to `group` full blocks, visit(first block, count), the
+// partial last block alone as count 0.
+template <typename Visit>
+void over_blocks(int64_t n, int64_t group, const Visit& visit) {
+  const int64_t full = n / LANES, tail = n % LANES;
+  at::parallel_for(0, full + (tail ? 1 : 0), BLOCKS, [&](int64_t begin, int64_t end) {
+    for (int64_t first = begin, count; first < end; first += count) {
+      count = first == full ? 1 : std::min({group, end - first, full - first});
+      visit(first, first == full ? 0 : count);
+    }
+  });
+}
+
 }  // namespace
 
 #if defined(__x86_64__)  // elsewhere (ARM, say) the module builds without it and oneDNN multiplies
-#define HAS_BF16_PRODUCT 1
+#define HAS_OWN_PRODUCT 1
 #include <immintrin.h>
 
 namespace {
@@ -112,64 +135,181 @@ BF16_TARGET void all_rows(const uint32_t* rows, int64_t m, int64_t pairs, const 
 // partial last block alone).
 BF16_TARGET void multiply(const uint32_t* rows, int64_t m, int64_t pairs, const uint16_t* weight, int64_t n,
                           const float* bias, uint16_t* out) {
-  const int64_t full = n / LANES, tail = n % LANES, block_stride = pairs * LANES * 2;
-  at::parallel_for(0, full + (tail ? 1 : 0), BLOCKS, [&](int64_t begin, int64_t end) {
-    for (int64_t first = begin, count; first < end; first += count) {
-      const uint16_t* w = weight + first * block_stride;
-      const float* b = bias == nullptr ? nullptr : bias + first * LANES;
-      uint16_t* o = out + first * LANES;
-      count = first == full ? 1 : std::min({BLOCKS, end - first, full - first});
-      switch (first == full ? 0 : count) {
-        case 0: all_rows<1>(rows, m, pairs, w, block_stride, tail, b, o, n); break;
-        case 1: all_rows<1>(rows, m, pairs, w, block_stride, LANES, b, o, n); break;
-        case 2: all_rows<2>(rows, m, pairs, w, block_stride, LANES, b, o, n); break;
-        case 3: all_rows<3>(rows, m, pairs, w, block_stride, LANES, b, o, n); break;
-        default: all_rows<BLOCKS>(rows, m, pairs, w, block_stride, LANES, b, o, n);
-      }
+  const int64_t block_stride = pairs * LANES * 2;
+  over_blocks(n, BLOCKS, [&](int64_t first, int64_t count) {
+    const uint16_t* w = weight + first * block_stride;
+    const float* b = bias == nullptr ? nullptr : bias + first * LANES;
+    uint16_t* o = out + first * LANES;
+    switch (count) {
+      case 0: all_rows<1>(rows, m, pairs, w, block_stride, n % LANES, b, o, n); break;
+      case 1: all_rows<1>(rows, m, pairs, w, block_stride, LANES, b, o, n); break;
+      case 2: all_rows<2>(rows, m, pairs, w, block_stride, LANES, b, o, n); break;
+      case 3: all_rows<3>(rows, m, pairs, w, block_stride, LANES, b, o, n); break;
+      default: all_rows<BLOCKS>(rows, m, pairs, w, block_stride, LANES, b, o, n);
     }
   });
+}
+
+// The float32 product, for CPUs with AVX2 and FMA: each output element is one float32 sum
+// over k = 0, 1, ... in turn, a fused multiply-add each, then the bias. The weight is packed
+// into 16-column blocks as above, one float32 per lane: [N / 16][K][16], the last block
+// holding N % 16 columns. A block's sixteen columns are two 8-lane vectors, so a tile of R
+// rows and B blocks keeps 2 * R * B running sums, at most 12 of AVX2's 16 registers.
+#define F32_TARGET __attribute__((target("avx2,fma")))
+
+// Lanes [0, count) of an 8-lane mask (count clamped to 0..8).
+F32_TARGET inline __m256i first_lanes(int64_t count) {
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(std::clamp<int64_t>(count, 0, 8))),
+                            _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+// R rows [R][K] times B blocks -> sums plus the bias, stored to out. FULL: every block has
+// sixteen columns; else one block of `width` columns (masked loads and stores).
+template <int R, int B, bool FULL>
+F32_TARGET void f32_tile(const float* rows, int64_t k_size, const float* weight, int64_t block_stride,
+                         int64_t width, const float* bias, float* out, int64_t out_stride) {
+  const __m256i low = first_lanes(width), high = first_lanes(width - 8);
+  auto load = [&](const float* p, int half) {
+    return FULL ? _mm256_loadu_ps(p + 8 * half) : _mm256_maskload_ps(p + 8 * half, half ? high : low);
+  };
+  __m256 sums[R][B][2];
+#pragma GCC unroll 16
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 16
+    for (int b = 0; b < B; ++b) sums[r][b][0] = sums[r][b][1] = _mm256_setzero_ps();
+  const int64_t step = FULL ? LANES : width;
+  for (int64_t k = 0; k < k_size; ++k) {
+    __m256 w[B][2];
+#pragma GCC unroll 16
+    for (int b = 0; b < B; ++b) w[b][0] = load(weight + b * block_stride + k * step, 0), w[b][1] = load(weight + b * block_stride + k * step, 1);
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r) {
+      const __m256 x = _mm256_broadcast_ss(rows + r * k_size + k);
+#pragma GCC unroll 16
+      for (int b = 0; b < B; ++b)
+        sums[r][b][0] = _mm256_fmadd_ps(x, w[b][0], sums[r][b][0]), sums[r][b][1] = _mm256_fmadd_ps(x, w[b][1], sums[r][b][1]);
+    }
+  }
+#pragma GCC unroll 16
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 16
+    for (int b = 0; b < B; ++b)
+      for (int half = 0; half < 2; ++half) {
+        __m256 sum = sums[r][b][half];
+        if (bias != nullptr) sum = _mm256_add_ps(sum, load(bias + b * LANES, half));
+        float* to = out + r * out_stride + b * LANES + 8 * half;
+        if (FULL) _mm256_storeu_ps(to, sum);
+        else _mm256_maskstore_ps(to, half ? high : low, sum);
+      }
+}
+
+// Every row times B blocks: one or two rows over up to four or two blocks at once (a
+// product of one or two rows reads each block once); three rows or more over one block, in
+// tiles of four, the last three to six rows in one tile. A row's sums are the same in any tile.
+template <int B, bool FULL>
+F32_TARGET void f32_rows(const float* rows, int64_t m, int64_t k_size, const float* weight, int64_t block_stride,
+                         int64_t width, const float* bias, float* out, int64_t n) {
+  int64_t r = 0;
+  auto rows_of = [&](auto kernel, int64_t count) {
+    kernel(rows + r * k_size, k_size, weight, block_stride, width, bias, out + r * n, n);
+    r += count;
+  };
+  if constexpr (B > 2) {
+    rows_of(f32_tile<1, B, FULL>, 1);
+  } else if constexpr (B == 2) {
+    if (m == 1) rows_of(f32_tile<1, 2, FULL>, 1);
+    else rows_of(f32_tile<2, 2, FULL>, 2);
+  } else {
+    while (m - r >= 8) rows_of(f32_tile<4, 1, FULL>, 4);
+    switch (m - r) {
+      case 7: rows_of(f32_tile<4, 1, FULL>, 4); rows_of(f32_tile<3, 1, FULL>, 3); break;
+      case 6: rows_of(f32_tile<6, 1, FULL>, 6); break;
+      case 5: rows_of(f32_tile<5, 1, FULL>, 5); break;
+      case 4: rows_of(f32_tile<4, 1, FULL>, 4); break;
+      case 3: rows_of(f32_tile<3, 1, FULL>, 3); break;
+      case 2: rows_of(f32_tile<2, 1, FULL>, 2); break;
+      case 1: rows_of(f32_tile<1, 1, FULL>, 1); break;
+    }
+  }
+}
+
+// Up to CHUNK_ROWS rows (below), over groups of as many blocks as the rows allow.
+F32_TARGET void f32_chunk(const float* rows, int64_t m, int64_t k_size, const float* weight, int64_t n,
+                          const float* bias, float* out) {
+  const int64_t block_stride = k_size * LANES;
+  over_blocks(n, m == 1 ? 4 : m == 2 ? 2 : 1, [&](int64_t first, int64_t count) {
+    const float* w = weight + first * block_stride;
+    const float* b = bias == nullptr ? nullptr : bias + first * LANES;
+    float* o = out + first * LANES;
+    switch (count) {
+      case 0: f32_rows<1, false>(rows, m, k_size, w, block_stride, n % LANES, b, o, n); break;
+      case 1: f32_rows<1, true>(rows, m, k_size, w, block_stride, LANES, b, o, n); break;
+      case 2: f32_rows<2, true>(rows, m, k_size, w, block_stride, LANES, b, o, n); break;
+      case 3: f32_rows<3, true>(rows, m, k_size, w, block_stride, LANES, b, o, n); break;
+      default: f32_rows<4, true>(rows, m, k_size, w, block_stride, LANES, b, o, n);
+    }
+  });
+}
+
+// Many rows (a prompt) go CHUNK_ROWS at a time, so that a chunk's rows stay in a core's
+// cache while every block passes over them.
+F32_TARGET void f32_multiply(const float* rows, int64_t m, int64_t k_size, const float* weight, int64_t n,
+                             const float* bias, float* out) {
+  for (int64_t first = 0; first < m; first += CHUNK_ROWS)
+    f32_chunk(rows + first * k_size, std::min(CHUNK_ROWS, m - first), k_size, weight, n, bias, out + first * n);
 }
 
 }  // namespace
 #endif
 
-// weight [N, K] (K even) -> the packed weight [N, K / 2, 2] in the block layout above.
-Tensor pack_bf16(const Tensor& weight) {
-  TORCH_CHECK(weight.dim() == 2 && weight.size(1) % 2 == 0, "pack_bf16: a weight [N, K] with K even, not ",
-              weight.sizes());
-  const int64_t n = weight.size(0), k = weight.size(1), pairs = k / 2;
-  const auto source = weight.to(at::kBFloat16).contiguous();
-  auto packed = at::empty({n, pairs, 2}, source.options());
-  const auto* from = reinterpret_cast<const uint32_t*>(source.data_ptr());  // a pair is one 32-bit word
+// weight [N, K], bfloat16 with K even or float32 -> the packed weight in the block layouts
+// above: [N, K / 2, 2] bfloat16 (a pair of inputs to a 32-bit lane) or [N, K, 1] float32.
+// Either way the blocks move 32-bit words.
+Tensor pack(const Tensor& weight) {
+  const bool bf16 = weight.scalar_type() == at::kBFloat16;
+  TORCH_CHECK(bf16 || weight.scalar_type() == at::kFloat, "pack: a bfloat16 or float32 weight, not ",
+              weight.scalar_type());
+  TORCH_CHECK(weight.dim() == 2 && (!bf16 || weight.size(1) % 2 == 0), "pack: a weight [N, K]",
+              bf16 ? " with K even" : "", ", not ", weight.sizes());
+  const int64_t n = weight.size(0), words = bf16 ? weight.size(1) / 2 : weight.size(1);
+  const auto source = weight.contiguous();
+  auto packed = at::empty({n, words, bf16 ? 2 : 1}, source.options());
+  const auto* from = reinterpret_cast<const uint32_t*>(source.data_ptr());
   auto* to = reinterpret_cast<uint32_t*>(packed.data_ptr());
   for (int64_t first = 0; first < n; first += LANES) {
     const int64_t width = std::min(LANES, n - first);
-    for (int64_t q = 0; q < pairs; ++q)
-      for (int64_t c = 0; c < width; ++c) to[first * pairs + q * width + c] = from[(first + c) * pairs + q];
+    for (int64_t q = 0; q < words; ++q)
+      for (int64_t c = 0; c < width; ++c) to[first * words + q * width + c] = from[(first + c) * words + q];
   }
   return packed;
 }
 
-// rows [M, K] bfloat16 times the packed weight [N, K / 2, 2], plus bias [N] (any float dtype)
-// -> [M, N] bfloat16.
-Tensor bf16_product(const Tensor& rows, const Tensor& packed, const c10::optional<Tensor>& bias) {
-#ifndef HAS_BF16_PRODUCT
-  TORCH_CHECK(false, "bf16_product: built for x86-64 CPUs with AVX-512 BF16 only");
+// rows [M, K] times the packed weight [N, K / 2, 2] or [N, K, 1], plus bias [N] (any float
+// dtype) -> [M, N], in the weight's dtype, which the rows share.
+Tensor product(const Tensor& rows, const Tensor& packed, const c10::optional<Tensor>& bias) {
+#ifndef HAS_OWN_PRODUCT
+  TORCH_CHECK(false, "product: built for x86-64 CPUs only");
   return Tensor();
 #else
-  TORCH_CHECK(__builtin_cpu_supports("avx512bf16"), "bf16_product: this CPU has no AVX-512 BF16");
-  TORCH_CHECK(rows.dim() == 2 && packed.dim() == 3 && rows.size(1) == 2 * packed.size(1),
-              "bf16_product: rows ", rows.sizes(), " for a packed weight ", packed.sizes());
-  TORCH_CHECK(rows.scalar_type() == at::kBFloat16 && packed.scalar_type() == at::kBFloat16,
-              "bf16_product: bfloat16 rows and weight");
+  const bool bf16 = packed.scalar_type() == at::kBFloat16;
+  TORCH_CHECK(rows.dim() == 2 && packed.dim() == 3 && rows.size(1) == packed.size(1) * packed.size(2),
+              "product: rows ", rows.sizes(), " for a packed weight ", packed.sizes());
+  TORCH_CHECK(rows.scalar_type() == packed.scalar_type(), "product: ", rows.scalar_type(), " rows for a ",
+              packed.scalar_type(), " weight");
+  TORCH_CHECK(bf16 ? __builtin_cpu_supports("avx512bf16") : __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"),
+              "product: this CPU has no ", bf16 ? "AVX-512 BF16 for a bfloat16" : "AVX2 and FMA for a float32", " weight");
   const auto x = rows.contiguous();
   const int64_t m = x.size(0), n = packed.size(0);
   auto out = at::empty({m, n}, x.options());
   Tensor b;
   if (bias.has_value() && bias->defined()) b = bias->to(at::kFloat).contiguous();
-  multiply(reinterpret_cast<const uint32_t*>(x.data_ptr()), m, packed.size(1),
-           reinterpret_cast<const uint16_t*>(packed.data_ptr()), n, b.defined() ? b.data_ptr<float>() : nullptr,
-           reinterpret_cast<uint16_t*>(out.data_ptr()));
+  const float* bias_data = b.defined() ? b.data_ptr<float>() : nullptr;
+  if (bf16)
+    multiply(reinterpret_cast<const uint32_t*>(x.data_ptr()), m, packed.size(1),
+             reinterpret_cast<const uint16_t*>(packed.data_ptr()), n, bias_data,
+             reinterpret_cast<uint16_t*>(out.data_ptr()));
+  else
+    f32_multiply(x.data_ptr<float>(), m, packed.size(1), packed.data_ptr<float>(), n, bias_data, out.data_ptr<float>());
   return out;
 #endif
 }
