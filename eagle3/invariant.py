@@ -1,10 +1,11 @@
-"""Batch-invariant arithmetic: what makes greedy decoding token-exact in bfloat16 on a CPU,
-for a verified tree and for rows decoded together.
+"""Batch-invariant arithmetic: what makes greedy decoding token-exact in bfloat16 on a CPU
+(and in float32 where the C++ float32 product runs: the last paragraph), for a verified tree
+and for rows decoded together.
 
 Verifying a tree runs n tokens through the target in one forward; plain decoding runs them
 one by one; a batch runs several rows' tokens together. Lossless greedy decoding needs each
-token's logits to equal, bit for bit, those of the one-token step of its own sequence. In
-float32 they agree to about 1e-5, which never flips an argmax in practice. In bfloat16 every
+token's logits to equal, bit for bit, those of the one-token step of its own sequence. With
+stock float32 kernels they agree to about 1e-5, which rarely flips an argmax. In bfloat16 every
 layer rounds its output to 8 bits of mantissa, and a difference in the last bit grows into
 logit differences of 0.5 over 30 layers, enough to flip an argmax now and then.
 

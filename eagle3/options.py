@@ -30,7 +30,8 @@ def add_pair_options(parser: argparse.ArgumentParser, target_default: str | None
                              "bfloat16 on CUDA and CPUs with exact bfloat16 (AMX, AVX-512 BF16), float32 elsewhere)")
     parser.add_argument("--attention", default="auto",
                         help="the target's attention: auto (eagle3.invariant's batch-invariant one on a CPU in "
-                             "16-bit floats, which keeps greedy output exact; else the model's own), "
+                             "16-bit floats, and in float32 where the C++ float32 product runs, which keeps "
+                             "greedy output exact; else the model's own), "
                              "eagle3_invariant, sdpa or eager")
     parser.add_argument("--trust-remote-code", action="store_true",
                         help="let targets run the Python code their hub repository ships (off: only transformers' own)")

@@ -278,9 +278,10 @@ def _eos_token_ids(model: PreTrainedModel, tokenizer) -> frozenset[int]:
 
 def set_arithmetic(model: PreTrainedModel, attention: str = "auto") -> PreTrainedModel:
     """Set the model's attention implementation, in place. auto picks eagle3.invariant's
-    batch-invariant attention on a CPU in 16-bit floats, and turns the model's linear layers
-    into row-invariant ones (together they keep greedy decoding exact there); elsewhere auto
-    leaves the model's own. A CPU model's other linear layers multiply on oneDNN-prepacked
+    batch-invariant attention on a CPU in 16-bit floats, or in float32 where the C++ float32
+    product multiplies (eagle3.invariant.wants_invariant_arithmetic), and turns the model's
+    linear layers into row-invariant ones (together they keep greedy decoding exact there);
+    elsewhere auto leaves the model's own. A CPU model's other linear layers multiply on oneDNN-prepacked
     weights where its dtype allows (eagle3.invariant.prepackable). With the invariant arithmetic
     the decoder layers run eagle3.decoder_layer's lean forward (the same bits in fewer
     dispatches; in C++ where it was built). Returns the model."""
