@@ -33,9 +33,6 @@ namespace {
 constexpr int64_t LANES = 16;  // columns of a block: float32 lanes of one vector
 constexpr int64_t BLOCKS = 4;  // blocks a tile sums at once, four independent running sums a row
 constexpr int64_t CHUNK_ROWS = 64;  // rows of a float32 product that pass over its weight together
-}  // namespace
-
-namespace {
 
 // A weight's n columns as blocks of LANES: the threads split the blocks evenly, and each goes
 // through its own in groups of up to `group` full blocks, visit(first block, count), the
@@ -163,15 +160,19 @@ F32_TARGET inline __m256i first_lanes(int64_t count) {
                             _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 }
 
+// Half `half` (8 lanes) of a block's 16 columns at p: all of them (FULL), else the lanes of
+// the mask `lanes`.
+template <bool FULL>
+F32_TARGET inline __m256 load_half(const float* p, int half, __m256i lanes) {
+  return FULL ? _mm256_loadu_ps(p + 8 * half) : _mm256_maskload_ps(p + 8 * half, lanes);
+}
+
 // R rows [R][K] times B blocks -> sums plus the bias, stored to out. FULL: every block has
 // sixteen columns; else one block of `width` columns (masked loads and stores).
 template <int R, int B, bool FULL>
 F32_TARGET void f32_tile(const float* rows, int64_t k_size, const float* weight, int64_t block_stride,
                          int64_t width, const float* bias, float* out, int64_t out_stride) {
   const __m256i low = first_lanes(width), high = first_lanes(width - 8);
-  auto load = [&](const float* p, int half) {
-    return FULL ? _mm256_loadu_ps(p + 8 * half) : _mm256_maskload_ps(p + 8 * half, half ? high : low);
-  };
   __m256 sums[R][B][2];
 #pragma GCC unroll 16
   for (int r = 0; r < R; ++r)
@@ -181,7 +182,10 @@ F32_TARGET void f32_tile(const float* rows, int64_t k_size, const float* weight,
   for (int64_t k = 0; k < k_size; ++k) {
     __m256 w[B][2];
 #pragma GCC unroll 16
-    for (int b = 0; b < B; ++b) w[b][0] = load(weight + b * block_stride + k * step, 0), w[b][1] = load(weight + b * block_stride + k * step, 1);
+    for (int b = 0; b < B; ++b) {
+      w[b][0] = load_half<FULL>(weight + b * block_stride + k * step, 0, low);
+      w[b][1] = load_half<FULL>(weight + b * block_stride + k * step, 1, high);
+    }
 #pragma GCC unroll 16
     for (int r = 0; r < R; ++r) {
       const __m256 x = _mm256_broadcast_ss(rows + r * k_size + k);
@@ -196,7 +200,7 @@ F32_TARGET void f32_tile(const float* rows, int64_t k_size, const float* weight,
     for (int b = 0; b < B; ++b)
       for (int half = 0; half < 2; ++half) {
         __m256 sum = sums[r][b][half];
-        if (bias != nullptr) sum = _mm256_add_ps(sum, load(bias + b * LANES, half));
+        if (bias != nullptr) sum = _mm256_add_ps(sum, load_half<FULL>(bias + b * LANES, half, half ? high : low));
         float* to = out + r * out_stride + b * LANES + 8 * half;
         if (FULL) _mm256_storeu_ps(to, sum);
         else _mm256_maskstore_ps(to, half ? high : low, sum);
