@@ -52,8 +52,8 @@ many one-row products on these CPUs, and the C++ one reads a weight for a few ro
 fast as for one (docs/results.md). Where the C++ cannot be built, float32 targets keep their
 own attention and multiply their large products on oneDNN's prepacked, stacked weights, for
 speed alone (at least FLOAT32_PREPACKED_ELEMENTS weights: oneDNN's fixed cost per call is
-larger than MKL's); float32 sums in another order agree to about 1e-6, which has not been
-seen to flip a greedy choice, but is not claimed exact. Either way the packed copy sits
+larger than MKL's); float32 sums in another order agree to about 1e-5, which rarely flips
+a greedy choice, but is not claimed exact. Either way the packed copy sits
 beside the model's own weights, which the state dict and training still read.
 """
 
