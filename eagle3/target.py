@@ -281,10 +281,10 @@ def set_arithmetic(model: PreTrainedModel, attention: str = "auto") -> PreTraine
     batch-invariant attention on a CPU in 16-bit floats, or in float32 where the C++ float32
     product multiplies (eagle3.invariant.wants_invariant_arithmetic), and turns the model's
     linear layers into row-invariant ones (together they keep greedy decoding exact there);
-    elsewhere auto leaves the model's own. A CPU model's other linear layers multiply on oneDNN-prepacked
-    weights where its dtype allows (eagle3.invariant.prepackable). With the invariant arithmetic
-    the decoder layers run eagle3.decoder_layer's lean forward (the same bits in fewer
-    dispatches; in C++ where it was built). Returns the model."""
+    elsewhere auto leaves the model's own. A CPU model's other linear layers multiply on
+    prepacked weights where its dtype allows (eagle3.invariant.prepackable). With the
+    invariant arithmetic the decoder layers run eagle3.decoder_layer's lean forward (the same
+    bits in fewer dispatches; in C++ where it was built). Returns the model."""
     if attention == "auto" and wants_invariant_arithmetic(model.device, model.dtype):
         attention = INVARIANT_ATTENTION
     if attention != "auto":

@@ -15,8 +15,8 @@
 // (its q/k/v read the normed token embeddings beside the normed draft states); rms_norm
 // serves its output norm.
 // Each product is eagle3.invariant.by_rows over a packed weight, within its row limits: one
-// that product.cpp packed (bfloat16 on AVX-512 BF16 without AMX, eagle3.native.bf16_products)
-// or one torch.ops.mkldnn._reorder_linear_weight packed for oneDNN.
+// that product.cpp packed (bfloat16 on AVX-512 BF16 without AMX, float32 on AVX2;
+// eagle3.native.own_products) or one torch.ops.mkldnn._reorder_linear_weight packed for oneDNN.
 
 #include <torch/extension.h>
 
@@ -30,7 +30,7 @@ Tensor product(const Tensor& rows, const Tensor& packed, const OptionalTensor& b
 
 namespace {
 
-// A product on a packed weight: product.cpp's where it packed it ([N, K / 2, 2]), else
+// A product on a packed weight: product.cpp's where it packed it ([N, K / 2, 2] or [N, K, 1]), else
 // torch.ops.mkldnn._linear_pointwise(rows, packed, bias, "none", [], "") on oneDNN's.
 Tensor packed_product(const Tensor& rows, const Tensor& packed, const OptionalTensor& bias) {
   if (packed.dim() == 3) return product(rows, packed, bias);

@@ -26,6 +26,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
 
 using at::Tensor;
 
@@ -46,6 +47,30 @@ void over_blocks(int64_t n, int64_t group, const Visit& visit) {
       visit(first, first == full ? 0 : count);
     }
   });
+}
+
+// Rows [0, m) in tiles: fours while eight or more remain, then the last four to seven (or all
+// of fewer than four) in one or two tiles of their own size, seven as four and three:
+// tile(std::integral_constant<int, R>, first row) for each, so that R can size a kernel's
+// registers.
+template <typename Tile>
+void in_tiles(int64_t m, const Tile& tile) {
+  int64_t r = 0;
+  auto take = [&](auto size) {
+    tile(size, r);
+    r += size;
+  };
+  using std::integral_constant;
+  while (m - r >= 8) take(integral_constant<int, 4>{});
+  switch (m - r) {
+    case 7: take(integral_constant<int, 4>{}); take(integral_constant<int, 3>{}); break;
+    case 6: take(integral_constant<int, 6>{}); break;
+    case 5: take(integral_constant<int, 5>{}); break;
+    case 4: take(integral_constant<int, 4>{}); break;
+    case 3: take(integral_constant<int, 3>{}); break;
+    case 2: take(integral_constant<int, 2>{}); break;
+    case 1: take(integral_constant<int, 1>{}); break;
+  }
 }
 
 }  // namespace
@@ -105,27 +130,14 @@ BF16_TARGET void tile(const uint32_t* rows, int64_t pairs, const uint16_t* weigh
 
 // Every row times B blocks. A tile of R rows makes R * B independent running sums, and with
 // fewer than about 16 of them each vdpbf16ps waits on the one before it in its sum, so the
-// rows go in tiles of four, and the last four to seven (or all of fewer than four) in one or
-// two tiles of their own size (at most 24 sums, which with the weights' vectors fit the 32
-// registers). A row's sums are the same in any tile.
+// rows go in_tiles, mostly of four (at most six: 24 sums, which with the weights' vectors
+// fit the 32 registers). A row's sums are the same in any tile.
 template <int B>
 BF16_TARGET void all_rows(const uint32_t* rows, int64_t m, int64_t pairs, const uint16_t* weight,
                           int64_t block_stride, int64_t width, const float* bias, uint16_t* out, int64_t n) {
-  int64_t r = 0;
-  auto rows_of = [&](auto kernel, int64_t count) {
-    kernel(rows + r * pairs, pairs, weight, block_stride, width, bias, out + r * n, n);
-    r += count;
-  };
-  while (m - r >= 8) rows_of(tile<4, B>, 4);
-  switch (m - r) {
-    case 7: rows_of(tile<4, B>, 4); rows_of(tile<3, B>, 3); break;
-    case 6: rows_of(tile<6, B>, 6); break;
-    case 5: rows_of(tile<5, B>, 5); break;
-    case 4: rows_of(tile<4, B>, 4); break;
-    case 3: rows_of(tile<3, B>, 3); break;
-    case 2: rows_of(tile<2, B>, 2); break;
-    case 1: rows_of(tile<1, B>, 1); break;
-  }
+  in_tiles(m, [&](auto size, int64_t r) {
+    tile<decltype(size)::value, B>(rows + r * pairs, pairs, weight, block_stride, width, bias, out + r * n, n);
+  });
 }
 
 // The threads split the blocks evenly; each goes through its own in groups of BLOCKS (the
@@ -208,33 +220,22 @@ F32_TARGET void f32_tile(const float* rows, int64_t k_size, const float* weight,
 }
 
 // Every row times B blocks: one or two rows over up to four or two blocks at once (a
-// product of one or two rows reads each block once); three rows or more over one block, in
-// tiles of four, the last three to six rows in one tile. A row's sums are the same in any tile.
+// product of one or two rows reads each block once, and f32_chunk gives more than one block
+// to one or two rows only); three rows or more over one block, in_tiles. A row's sums are
+// the same in any tile.
 template <int B, bool FULL>
 F32_TARGET void f32_rows(const float* rows, int64_t m, int64_t k_size, const float* weight, int64_t block_stride,
                          int64_t width, const float* bias, float* out, int64_t n) {
-  int64_t r = 0;
-  auto rows_of = [&](auto kernel, int64_t count) {
-    kernel(rows + r * k_size, k_size, weight, block_stride, width, bias, out + r * n, n);
-    r += count;
+  auto tile_at = [&](auto size, int64_t r) {
+    f32_tile<decltype(size)::value, B, FULL>(rows + r * k_size, k_size, weight, block_stride, width, bias, out + r * n,
+                                             n);
   };
-  if constexpr (B > 2) {
-    rows_of(f32_tile<1, B, FULL>, 1);
-  } else if constexpr (B == 2) {
-    if (m == 1) rows_of(f32_tile<1, 2, FULL>, 1);
-    else rows_of(f32_tile<2, 2, FULL>, 2);
-  } else {
-    while (m - r >= 8) rows_of(f32_tile<4, 1, FULL>, 4);
-    switch (m - r) {
-      case 7: rows_of(f32_tile<4, 1, FULL>, 4); rows_of(f32_tile<3, 1, FULL>, 3); break;
-      case 6: rows_of(f32_tile<6, 1, FULL>, 6); break;
-      case 5: rows_of(f32_tile<5, 1, FULL>, 5); break;
-      case 4: rows_of(f32_tile<4, 1, FULL>, 4); break;
-      case 3: rows_of(f32_tile<3, 1, FULL>, 3); break;
-      case 2: rows_of(f32_tile<2, 1, FULL>, 2); break;
-      case 1: rows_of(f32_tile<1, 1, FULL>, 1); break;
-    }
-  }
+  if constexpr (B == 1)
+    in_tiles(m, tile_at);
+  else if (m == 1)
+    tile_at(std::integral_constant<int, 1>{}, 0);
+  else if constexpr (B == 2)
+    tile_at(std::integral_constant<int, 2>{}, 0);
 }
 
 // Up to CHUNK_ROWS rows (below), over groups of as many blocks as the rows allow.
