@@ -14,10 +14,10 @@ from eagle3 import native, tree
 @pytest.mark.skipif(native.layer_ops() is None, reason="needs the C++ build (a C++ compiler and ninja)")
 def test_argmax_is_torchs():
     """Rows of logits whose largest value recurs (the first wins), sits in the last lanes or
-    the tail past the last sixteen, is -inf everywhere, or is beaten by a NaN (the first NaN
-    wins), at widths under, at and over a vector's sixteen."""
+    the tail past the last vector, is -inf everywhere, or is beaten by a NaN (the first NaN
+    wins), at widths under, at and over a vector's eight (AVX2) or sixteen lanes."""
     generator = torch.Generator().manual_seed(0)
-    for width in (1, 5, 16, 17, 49152, 49157):
+    for width in (1, 5, 7, 8, 9, 16, 17, 49152, 49157):
         logits = torch.randn(3, 7, width, generator=generator)
         logits[0, 1] = 2.0  # every value the largest
         logits[0, 2] = -float("inf")
@@ -40,11 +40,11 @@ def test_argmax_is_torchs():
 def test_top_children_is_atens_choice(dtype, monkeypatch):
     """The children and best children the ATen ops choose, with scores within a few float32
     ulps of the log-sum-exp they subtract (about 20 here: the two exponentials differ in their
-    last bits, ATen's by CPU), at vocabularies under, at and over sixteen lanes, for a level's
+    last bits, ATen's by CPU), at vocabularies under, at and over eight and sixteen lanes, for a level's
     root (one node) and a frontier of k nodes, top_k up to the whole vocabulary. bfloat16
     logits tie often: there the chosen values are ATen's, and equal ones come in id order."""
     generator = torch.Generator().manual_seed(0)
-    for vocab, nodes, top_k in ((5, 1, 5), (16, 3, 2), (37, 4, 4), (6144, 1, 10), (6144, 4, 4), (49157, 2, 8)):
+    for vocab, nodes, top_k in ((5, 1, 5), (9, 2, 3), (16, 3, 2), (37, 4, 4), (6144, 1, 10), (6144, 4, 4), (49157, 2, 8)):
         logits = (torch.randn(2, nodes, vocab, generator=generator) * 4).to(dtype)
         scores = -torch.rand(2, nodes, generator=generator) * 5
         d2t = torch.randint(0, 1000, (vocab,), generator=generator) if dtype == torch.float32 else torch.zeros(

@@ -1,6 +1,6 @@
 // The greedy verdict: the index of each row's largest logit, as torch.argmax gives it (the
-// first of equal largest values; the first NaN where a row has one), in one pass of sixteen
-// lanes a row. ATen's reduction takes some tens of microseconds over a 49,152-word row, a
+// first of equal largest values; the first NaN where a row has one), in one vectorised pass
+// a row. ATen's reduction takes some tens of microseconds over a 49,152-word row, a
 // cost every decoding step and every verified tree node pays.
 //   logits [..., V] float32 -> [...] int64
 
@@ -24,32 +24,31 @@ int64_t first_nan(const float* x, int64_t n) {
   return -1;
 }
 
-// Lane l keeps the largest of x[l], x[l + 16], ... and the first index it was seen at; a
-// NaN is never larger, so any NaN is looked for apart.
+// Lane l of a vector of W lanes (W = WIDTH, the build's widest) keeps the largest of x[l],
+// x[l + W], ... and the first index it was seen at; a NaN is never larger, so any NaN is looked
+// for apart. The index found is the same whatever W.
 int64_t row_argmax(const float* x, int64_t n) {
   int64_t index = 0, i = 0;
   float best = x[0];
-  if (n >= LANES) {
-    Floats top;
-    std::memcpy(&top, x, sizeof top);
-    Ints where = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}, lane = where;
-    Ints nan = top != top;
-    for (i = LANES; i + LANES <= n; i += LANES) {
-      Floats v;
-      std::memcpy(&v, x + i, sizeof v);
-      lane += static_cast<int32_t>(LANES);
-      const Ints larger = v > top;
+  if (n >= WIDTH) {
+    Vector top = load_part<Vector>(x, WIDTH);
+    VectorInts where = lane_numbers<VectorInts>(), lane = where;
+    VectorInts nan = top != top;
+    for (i = WIDTH; i + WIDTH <= n; i += WIDTH) {
+      const Vector v = load_part<Vector>(x + i, WIDTH);
+      lane += static_cast<int32_t>(WIDTH);
+      const VectorInts larger = v > top;
       top = larger ? v : top;
       where = larger ? lane : where;
       nan |= v != v;
     }
-    for (int64_t l = 0; l < LANES; ++l)
+    for (int64_t l = 0; l < WIDTH; ++l)
       if (nan[l]) return first_nan(x, n);
     best = top[0], index = where[0];
-    for (int64_t l = 1; l < LANES; ++l)
+    for (int64_t l = 1; l < WIDTH; ++l)
       if (top[l] > best || (top[l] == best && where[l] < index)) best = top[l], index = where[l];
   }
-  for (; i < n; ++i) {  // the last n % 16 values, or all of fewer than 16
+  for (; i < n; ++i) {  // the last n % WIDTH values, or all of fewer than WIDTH
     if (std::isnan(x[i])) return first_nan(x, n);
     if (x[i] > best) best = x[i], index = i;
   }

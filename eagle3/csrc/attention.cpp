@@ -31,7 +31,6 @@ using at::Tensor;
 
 namespace {
 
-typedef float Floats8 __attribute__((vector_size(8 * sizeof(float))));
 typedef float Floats4 __attribute__((vector_size(4 * sizeof(float))));
 
 // The sixteen lanes added pairwise: lane l + 8 into lane l, then l + 4, l + 2, l + 1.
@@ -42,109 +41,132 @@ inline float lane_sum(Floats x) {
   return (y[0] + y[2]) + (y[1] + y[3]);
 }
 
-// lane_sum of sixteen vectors at once, the same additions in the same order, sixteen to a
-// vector instruction: lane k of the result is lane_sum(x[k]).
-inline Floats lane_sums(const Floats* x) {
-  Floats eighths[8], quarters[4], halves[2];
-  for (int k = 0; k < 8; ++k)  // lanes 0-7: x[2k]'s l + (l + 8); lanes 8-15: x[2k + 1]'s
-    eighths[k] = __builtin_shufflevector(x[2 * k], x[2 * k + 1], 0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23) +
-                 __builtin_shufflevector(x[2 * k], x[2 * k + 1], 8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31);
-  for (int k = 0; k < 4; ++k)  // four lanes for each of four vectors: l + (l + 4)
-    quarters[k] = __builtin_shufflevector(eighths[2 * k], eighths[2 * k + 1], 0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27) +
-                  __builtin_shufflevector(eighths[2 * k], eighths[2 * k + 1], 4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28, 29, 30, 31);
-  for (int k = 0; k < 2; ++k)  // two lanes for each of eight vectors: l + (l + 2)
-    halves[k] = __builtin_shufflevector(quarters[2 * k], quarters[2 * k + 1], 0, 1, 4, 5, 8, 9, 12, 13, 16, 17, 20, 21, 24, 25, 28, 29) +
-                __builtin_shufflevector(quarters[2 * k], quarters[2 * k + 1], 2, 3, 6, 7, 10, 11, 14, 15, 18, 19, 22, 23, 26, 27, 30, 31);
-  return __builtin_shufflevector(halves[0], halves[1], 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30) +
-         __builtin_shufflevector(halves[0], halves[1], 1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+// lane_sum for many vectors at once, the same additions in the same order, eight results to
+// a vector. The vectors come as their halves' sums e = low + high (lane_sum's first
+// addition): e[m] + e[m + 4], then the pairs (0, 2) and (1, 3) of what is left, then (0, 1).
+// Each step adds two vectors' worth of lanes in one instruction, with shuffles that stay
+// within 128-bit lanes, so eight-lane registers (AVX2) do it as well as wider ones.
+
+// Two vectors' e -> [a0+a4, a1+a5, a2+a6, a3+a7, b0+b4, ..., b3+b7].
+inline Floats8 fours(Floats8 a, Floats8 b) {
+  return __builtin_shufflevector(a, b, 0, 1, 2, 3, 8, 9, 10, 11) + __builtin_shufflevector(a, b, 4, 5, 6, 7, 12, 13, 14, 15);
+}
+
+// fours of vectors a, b and of c, d -> each one's (0 + 2, 1 + 3): [a, a, c, c, b, b, d, d].
+inline Floats8 twos(Floats8 ab, Floats8 cd) {
+  return __builtin_shufflevector(ab, cd, 0, 1, 8, 9, 4, 5, 12, 13) + __builtin_shufflevector(ab, cd, 2, 3, 10, 11, 6, 7, 14, 15);
+}
+
+// twos of vectors 0-3 and of 4-7 -> each one's last addition, in the vectors' order.
+inline Floats8 ones(Floats8 low, Floats8 high) {
+  const Floats8 sums = __builtin_shufflevector(low, high, 0, 2, 8, 10, 4, 6, 12, 14) +
+                       __builtin_shufflevector(low, high, 1, 3, 9, 11, 5, 7, 13, 15);  // [0, 2, 4, 6, 1, 3, 5, 7]
+  return __builtin_shufflevector(sums, sums, 0, 4, 1, 5, 2, 6, 3, 7);
 }
 
 // The query heads that share one key head, at one query position: they keep the same keys
 // (kept: their indices in cache order, n of them), and each key is read once for all of them,
 // a block of keys at a time. Each head's arithmetic is its own: q_rows[h], out_rows[h] [D].
 // CHUNKS: D / 16 where the compiler is to keep a row in registers, else 0 (any D).
-// Scratch, allocated once per share of positions: scores [heads * ceil(n / 16)], sums [heads * SETS *
-// MAX_CHUNKS], denominators [heads].
+// Scratch, allocated once per share of positions: scores [heads * 16 * ceil(n / 16)], sums
+// [heads * SETS * MAX_CHUNKS], denominators [heads].
 constexpr int64_t SETS = 4, MAX_CHUNKS = 16, BLOCK = 64;
 
 template <int64_t CHUNKS>
 void attend_position(const float* const* q_rows, float* const* out_rows, int64_t heads, float scale,
                      const float* k_head, int64_t k_stride, const float* v_head, int64_t v_stride,
-                     const int64_t* kept, int64_t n, int64_t d, Floats* scores, Floats* sums,
+                     const int64_t* kept, int64_t n, int64_t d, float* scores, Floats* sums,
                      float* denominators) {
-  const int64_t chunks = CHUNKS ? CHUNKS : (d + LANES - 1) / LANES, vectors = (n + LANES - 1) / LANES;
+  const int64_t chunks = CHUNKS ? CHUNKS : (d + LANES - 1) / LANES, padded = (n + LANES - 1) / LANES * LANES;
   auto width = [d](int64_t part) { return CHUNKS ? LANES : std::min(LANES, d - part * LANES); };
-  // Each head's scores of the kept keys, in the order they are kept: score c in lane c % 16
-  // of its scores[c / 16].
+  // Each head's scores of the kept keys, in the order they are kept (score c at
+  // scores[h * padded + c]): per key sixteen lanes of products, lane l summing dimensions
+  // l, l + 16, ... in turn, then the lanes by lane_sum, sixteen keys at a time.
   for (int64_t start = 0; start < n; start += BLOCK) {
     for (int64_t h = 0; h < heads; ++h) {
-      Floats scaled_query[CHUNKS ? CHUNKS : MAX_CHUNKS];
-      for (int64_t part = 0; part < chunks; ++part)
-        scaled_query[part] = load(q_rows[h] + part * LANES, width(part)) * scale;
-      auto products = [&](int64_t c) {
+      Vector scaled_query[PIECES * (CHUNKS ? CHUNKS : MAX_CHUNKS)];  // each sixteen dimensions as PIECES
+      for (int64_t piece = 0; piece < PIECES * chunks; ++piece)
+        scaled_query[piece] =
+            load_part<Vector>(q_rows[h] + piece * WIDTH, width(piece / PIECES) - piece % PIECES * WIDTH) * scale;
+      auto halves_sum = [&](int64_t c) {  // key c's sixteen lanes of products, lanes 0-7 + lanes 8-15
+        if (c >= n) return Floats8{};
         const float* k_row = k_head + kept[c] * k_stride;
-        Floats sum = scaled_query[0] * load(k_row, width(0));
-        for (int64_t part = 1; part < chunks; ++part) sum += scaled_query[part] * load(k_row + part * LANES, width(part));
-        return sum;
+        std::array<Vector, PIECES> sum;
+        for (int64_t piece = 0; piece < PIECES; ++piece)
+          sum[piece] = scaled_query[piece] * load_part<Vector>(k_row + piece * WIDTH, width(0) - piece * WIDTH);
+        for (int64_t part = 1; part < chunks; ++part)
+          for (int64_t piece = 0; piece < PIECES; ++piece)
+            sum[piece] += scaled_query[part * PIECES + piece] *
+                          load_part<Vector>(k_row + part * LANES + piece * WIDTH, width(part) - piece * WIDTH);
+        const auto halves = bits_as<std::array<Floats8, 2>>(sum);
+        return halves[0] + halves[1];
       };
-      for (int64_t c = start; c < std::min(n, start + BLOCK); c += LANES) {  // BLOCK is a multiple of 16
-        Floats of_keys[LANES];
-        if (c + LANES <= n)
-          for (int64_t l = 0; l < LANES; ++l) of_keys[l] = products(c + l);
-        else
-          for (int64_t l = 0; l < LANES; ++l) of_keys[l] = c + l < n ? products(c + l) : Floats{};
-        scores[h * vectors + c / LANES] = lane_sums(of_keys);
+      auto four = [&](int64_t c) {  // keys c .. c + 3, two lanes each
+        return twos(fours(halves_sum(c), halves_sum(c + 1)), fours(halves_sum(c + 2), halves_sum(c + 3)));
+      };
+      float* score = scores + h * padded;
+      for (int64_t c = start; c < std::min(n, start + BLOCK); c += 8) {  // BLOCK is a multiple of 8
+        const Floats8 eight = ones(four(c), four(c + 4));
+        std::memcpy(score + c, &eight, sizeof eight);
       }
     }
   }
-  // Softmax weights, unnormalised, in place of the scores; the denominators apart.
+  // Softmax weights, unnormalised, in place of the scores; the denominators apart. Eight
+  // lanes at a time, the running maximum and total as the low and high halves of sixteen.
+  const Ints8 lane = lane_numbers<Ints8>();
   for (int64_t h = 0; h < heads; ++h) {
-    Floats* row = scores + h * vectors;
-    float* score = reinterpret_cast<float*>(row);
-    for (int64_t c = n; c < vectors * LANES; ++c) score[c] = score[0];  // lanes past the last kept key: no new maximum
-    Floats highest = row[0];
-    for (int64_t v = 1; v < vectors; ++v) highest = highest > row[v] ? highest : row[v];
-    float top = highest[0];
-    for (int64_t l = 1; l < LANES; ++l) top = std::max(top, highest[l]);
-    Floats total = {};
-    for (int64_t v = 0; v < vectors; ++v) {
-      Floats e = exp_nonpositive(row[v] - top);
-      for (int64_t l = n - v * LANES; l < LANES; ++l) e[l] = 0.0f;  // lanes past the last kept key
-      row[v] = e;
-      total += e;
+    float* score = scores + h * padded;
+    for (int64_t c = n; c < padded; ++c) score[c] = score[0];  // lanes past the last kept key: no new maximum
+    std::array<Floats8, 2> highest = {load_part<Floats8>(score, 8), load_part<Floats8>(score + 8, 8)};
+    for (int64_t c = LANES; c < padded; c += 8) {
+      Floats8& most = highest[c / 8 % 2];
+      const Floats8 x = load_part<Floats8>(score + c, 8);
+      most = most > x ? most : x;
     }
-    denominators[h] = lane_sum(total);
+    float top = highest[0][0];
+    for (int64_t l = 1; l < LANES; ++l) top = std::max(top, highest[l / 8][l % 8]);
+    std::array<Floats8, 2> total = {};
+    for (int64_t c = 0; c < padded; c += 8) {
+      Floats8 e = exp_nonpositive(load_part<Floats8>(score + c, 8) - top);
+      e = lane < static_cast<int32_t>(n - c) ? e : Floats8{};  // lanes past the last kept key
+      std::memcpy(score + c, &e, sizeof e);
+      total[c / 8 % 2] += e;
+    }
+    denominators[h] = lane_sum(bits_as<Floats>(total));
   }
   // The weighted values in SETS running sums per head, key c into sum c % SETS (independent
-  // chains of additions, which a CPU overlaps), then combined pairwise.
+  // chains of additions, which a CPU overlaps), then combined pairwise. Each sixteen
+  // dimensions go through the block on their own, so that the SETS sums stay in registers.
   std::fill(sums, sums + heads * SETS * MAX_CHUNKS, Floats{});
   for (int64_t start = 0; start < n; start += BLOCK) {
+    const int64_t end = std::min(n, start + BLOCK);  // BLOCK is a multiple of SETS
     for (int64_t h = 0; h < heads; ++h) {
-      Floats sum[SETS][CHUNKS ? CHUNKS : MAX_CHUNKS];
-      Floats* saved = sums + h * SETS * MAX_CHUNKS;
-      for (int64_t set = 0; set < SETS; ++set)
-        for (int64_t part = 0; part < chunks; ++part) sum[set][part] = saved[set * MAX_CHUNKS + part];
-      const float* weights = reinterpret_cast<const float*>(scores + h * vectors);
-      auto add_value = [&](int64_t c, int64_t set) {
-        const float* v_row = v_head + kept[c] * v_stride;
-        for (int64_t part = 0; part < chunks; ++part)
-          sum[set][part] += weights[c] * load(v_row + part * LANES, width(part));
-      };
-      const int64_t end = std::min(n, start + BLOCK);  // BLOCK is a multiple of SETS
-      int64_t c = start;
-      for (; c + SETS <= end; c += SETS)
-        for (int64_t set = 0; set < SETS; ++set) add_value(c + set, set);
-      for (; c < end; ++c) add_value(c, c % SETS);
-      for (int64_t set = 0; set < SETS; ++set)
-        for (int64_t part = 0; part < chunks; ++part) saved[set * MAX_CHUNKS + part] = sum[set][part];
+      const float* weights = scores + h * padded;
+      for (int64_t part = 0; part < chunks; ++part) {
+        Floats* saved = sums + h * SETS * MAX_CHUNKS + part;
+        std::array<Vector, PIECES> sum[SETS];
+        for (int64_t set = 0; set < SETS; ++set) sum[set] = bits_as<std::array<Vector, PIECES>>(saved[set * MAX_CHUNKS]);
+        auto add_value = [&](int64_t c, int64_t set) {
+          const float* v_row = v_head + kept[c] * v_stride + part * LANES;
+          for (int64_t piece = 0; piece < PIECES; ++piece)
+            sum[set][piece] += weights[c] * load_part<Vector>(v_row + piece * WIDTH, width(part) - piece * WIDTH);
+        };
+        int64_t c = start;
+        for (; c + SETS <= end; c += SETS)
+          for (int64_t set = 0; set < SETS; ++set) add_value(c + set, set);
+        for (; c < end; ++c) add_value(c, c % SETS);
+        for (int64_t set = 0; set < SETS; ++set) saved[set * MAX_CHUNKS] = bits_as<Floats>(sum[set]);
+      }
     }
   }
   for (int64_t h = 0; h < heads; ++h) {
     Floats* sum = sums + h * SETS * MAX_CHUNKS;
-    for (int64_t half = SETS / 2; half > 0; half /= 2)
-      for (int64_t set = 0; set < half; ++set)
-        for (int64_t part = 0; part < chunks; ++part) sum[set * MAX_CHUNKS + part] += sum[(set + half) * MAX_CHUNKS + part];
-    for (int64_t e = 0; e < d; ++e) out_rows[h][e] = sum[e / LANES][e % LANES] / denominators[h];
+    for (int64_t part = 0; part < chunks; ++part) {
+      for (int64_t half = SETS / 2; half > 0; half /= 2)
+        for (int64_t set = 0; set < half; ++set) sum[set * MAX_CHUNKS + part] += sum[(set + half) * MAX_CHUNKS + part];
+      const Floats out = sum[part] / denominators[h];
+      std::memcpy(out_rows[h] + part * LANES, &out, width(part) * sizeof(float));
+    }
   }
 }
 
@@ -165,7 +187,8 @@ void attend_rows(const Tensor& query, const Tensor& key, const Tensor& value, co
   // is worth waking a thread for.
   const int64_t grain = std::max<int64_t>(1, (1 << 15) / std::max<int64_t>(1, group * length * d));
   at::parallel_for(0, b * kv_heads * q, grain, [&](int64_t begin, int64_t end) {
-    std::vector<Floats> scores(group * ((length + LANES - 1) / LANES)), sums(group * SETS * MAX_CHUNKS);
+    std::vector<float> scores(group * ((length + LANES - 1) / LANES * LANES));
+    std::vector<Floats> sums(group * SETS * MAX_CHUNKS);
     std::vector<float> denominators(group);
     std::vector<int64_t> kept(length);
     std::vector<const float*> q_rows(group);

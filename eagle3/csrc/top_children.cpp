@@ -2,7 +2,7 @@
 // log-probability, scored by their path, and the best top_k of all those children, the next
 // frontier. In ATen it is seven ops a level, the largest a top-k over the draft vocabulary
 // that costs tens of microseconds for a few rows; here it is one pass for each row's largest
-// logits and one for its normaliser, both sixteen lanes wide (lanes.h, the attention's
+// logits and one for its normaliser, both vectorised (lanes.h, the attention's
 // exponential).
 //   logits [B, n, V] float32 or bfloat16, scores [B, n] float32 (the nodes' own), d2t [V]
 //   int64 (draft id -> target id offset), top_k ->
@@ -14,6 +14,7 @@
 #include <torch/extension.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -26,16 +27,15 @@ using at::Tensor;
 
 namespace {
 
-typedef uint32_t Words __attribute__((vector_size(LANES * sizeof(uint32_t))));
-typedef uint16_t Halves __attribute__((vector_size(LANES * sizeof(uint16_t))));
+typedef uint32_t Words __attribute__((vector_size(WIDTH * sizeof(uint32_t))));
+typedef uint16_t Halves __attribute__((vector_size(WIDTH * sizeof(uint16_t))));
 
-// Sixteen values of a row as float32: lanes.h's for float32, this one for bfloat16 (a
-// bfloat16's bits are a float32's upper half).
-using ::load;
-inline Floats load(const at::BFloat16* x) {
+// A Vector of a row's values as float32 (a bfloat16's bits are a float32's upper half).
+inline Vector load(const float* x) { return load_part<Vector>(x, WIDTH); }
+inline Vector load(const at::BFloat16* x) {
   Halves h;
   std::memcpy(&h, x, sizeof h);
-  return bits_as<Floats>(__builtin_convertvector(h, Words) << 16);
+  return bits_as<Vector>(__builtin_convertvector(h, Words) << 16);
 }
 inline float value(const float* x, int64_t i) { return x[i]; }
 inline float value(const at::BFloat16* x, int64_t i) { return static_cast<float>(x[i]); }
@@ -65,24 +65,27 @@ void row_children(const T* x, int64_t n, int64_t k, float score, float* child_sc
   int64_t i = 0;
   float largest = -std::numeric_limits<float>::infinity();
   for (; i < std::min(n, k); ++i) best.offer(value(x, i), i), largest = std::max(largest, value(x, i));
-  Floats top = Floats{} + largest;
-  for (; i + LANES <= n; i += LANES) {
-    const Floats v = load(x + i);
+  Vector top = Vector{} + largest;
+  for (; i + WIDTH <= n; i += WIDTH) {
+    const Vector v = load(x + i);
     top = v > top ? v : top;
-    const Ints over = v > best.threshold();
+    const VectorInts over = v > best.threshold();
     bool any = false;
-    for (int64_t l = 0; l < LANES; ++l) any |= over[l] != 0;
+    for (int64_t l = 0; l < WIDTH; ++l) any |= over[l] != 0;
     if (any)
-      for (int64_t l = 0; l < LANES; ++l)
+      for (int64_t l = 0; l < WIDTH; ++l)
         if (over[l]) best.offer(v[l], i + l);
   }
-  for (int64_t l = 0; l < LANES; ++l) largest = std::max(largest, top[l]);
+  for (int64_t l = 0; l < WIDTH; ++l) largest = std::max(largest, top[l]);
   for (; i < n; ++i) best.offer(value(x, i), i), largest = std::max(largest, value(x, i));
-  Floats sums{};
+  // The normaliser's sum in sixteen lanes, lane l over j = l, l + 16, ..., then the lanes in turn.
+  std::array<Vector, PIECES> sums{};
   int64_t j = 0;
-  for (; j + LANES <= n; j += LANES) sums += exp_nonpositive(load(x + j) - largest);
+  for (; j + LANES <= n; j += LANES)
+    for (int64_t piece = 0; piece < PIECES; ++piece) sums[piece] += exp_nonpositive(load(x + j + piece * WIDTH) - largest);
+  const auto lanes = bits_as<std::array<float, LANES>>(sums);
   float sum = 0.0f;
-  for (int64_t l = 0; l < LANES; ++l) sum += sums[l];
+  for (int64_t l = 0; l < LANES; ++l) sum += lanes[l];
   for (; j < n; ++j) sum += std::exp(value(x, j) - largest);
   const float normaliser = largest + std::log(sum);
   for (int64_t c = 0; c < k; ++c) child_scores[c] = score + (best.values[c] - normaliser), ids[c] = best.indices[c];
