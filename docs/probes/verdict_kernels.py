@@ -8,25 +8,14 @@ a frontier of top_k nodes. Medians of --rounds rounds, microseconds a call.
 """
 
 import argparse
-import statistics
-import time
 
 import torch
+from attention_kernel import median_us  # docs/probes/, this file's folder
 
 from eagle3 import tree
 from eagle3.native import layer_ops
 
 VOCAB, DRAFT_VOCAB, TOP_K = 49152, 6144, 8
-
-
-def median_us(call, rounds: int, calls: int = 200) -> float:
-    times = []
-    for _ in range(rounds):
-        start = time.perf_counter()
-        for _ in range(calls):
-            call()
-        times.append((time.perf_counter() - start) / calls * 1e6)
-    return statistics.median(times)
 
 
 def main() -> None:
