@@ -2,8 +2,9 @@
 // load, cast bits, exponentiate. The order of every sum is written out where it is made, over
 // sixteen lanes, so it is the same for any caller of any build. The loops themselves run in
 // the widest vector the build's registers hold (Vector): GCC splits a wider one's arithmetic
-// well but takes it through memory, and its shuffles and selects one lane at a time. eagle3.native puts this file's digest in the build's flags, so that a
-// change to it rebuilds the module (torch's build checks the sources alone).
+// well but takes it through memory, and its shuffles and selects one lane at a time.
+// eagle3.native puts this file's digest in the build's flags, so that a change to it
+// rebuilds the module (torch's build checks the sources alone).
 
 #pragma once
 
@@ -34,16 +35,6 @@ inline To bits_as(const From& from) {
   To to;
   std::memcpy(&to, &from, sizeof to);
   return to;
-}
-
-// Elements [0, count) of p, the rest 0.
-inline Floats load(const float* p, int64_t count = LANES) {
-  Floats x = {};
-  if (count == LANES)
-    std::memcpy(&x, p, sizeof x);
-  else
-    std::memcpy(&x, p, count * sizeof(float));
-  return x;
 }
 
 // Elements [0, count) of p (count clamped to 0..V's lanes), the rest 0.
