@@ -45,16 +45,24 @@ def median_us(call, rounds: int, calls: int = 200) -> float:
     return statistics.median(times)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--context", type=int, default=300)
+def timing_setup(parser: argparse.ArgumentParser):
+    """A kernel probe's common start: --threads and --rounds added to its parser, the
+    arguments parsed, torch's threads set -> (args, the built C++ module); exits where
+    eagle3.native cannot build it."""
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--rounds", type=int, default=7)
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     ops = layer_ops()
     if ops is None:
-        raise SystemExit("eagle3.native could not build the C++ attention here")
+        raise SystemExit("eagle3.native could not build the C++ kernels here")
+    return args, ops
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--context", type=int, default=300)
+    args, ops = timing_setup(parser)
     generator = torch.Generator().manual_seed(0)
     length = args.context + TREE
     keys, values = (torch.randn(1, KV_HEADS, length, DIM, generator=generator) for _ in range(2))

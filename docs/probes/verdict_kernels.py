@@ -10,23 +10,16 @@ a frontier of top_k nodes. Medians of --rounds rounds, microseconds a call.
 import argparse
 
 import torch
-from attention_kernel import median_us  # docs/probes/, this file's folder
+from attention_kernel import median_us, timing_setup  # docs/probes/, this file's folder
 
 from eagle3 import tree
-from eagle3.native import layer_ops
 
 VOCAB, DRAFT_VOCAB, TOP_K = 49152, 6144, 8
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--rounds", type=int, default=7)
-    args = parser.parse_args()
-    torch.set_num_threads(args.threads)
-    ops = layer_ops()
-    if ops is None:
-        raise SystemExit("eagle3.native could not build the C++ kernels here")
+    args, ops = timing_setup(parser)
     generator = torch.Generator().manual_seed(0)
     for rows in (1, 4, 16):
         logits = torch.randn(rows, VOCAB, generator=generator)
