@@ -659,7 +659,7 @@ def build_demo(max_queue: int = 32) -> gr.Blocks:
     target = MODELS.get(first.name)[1]
     device = target.device.type
     with gr.Blocks(title="EAGLE-3, live") as demo:
-        # What is timed depends on the machine: a CPU without AMX or AVX-512 BF16 runs float32, where trees cost more.
+        # What is timed depends on the machine: without AMX a tree's rows cost their multiply-adds, so trees cost more.
         gr.Markdown("# EAGLE-3, live\nChat with a real model: each reply is decoded twice from the same "
                     "conversation, by speculative decoding with an EAGLE-3 draft head (left) and by plain decoding "
                     "(right), one after the other, each timed on its own compute: here "

@@ -128,7 +128,7 @@ def main(argv=None) -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--shape", default="llama-3.1-8b", choices=sorted(SHAPES))
     parser.add_argument("--device", default="auto")
-    parser.add_argument("--dtype", default="auto", help="auto: bfloat16 on CUDA and CPUs with exact bfloat16 (AMX, AVX-512 BF16), else float32")
+    parser.add_argument("--dtype", default="auto", help="auto: bfloat16 on CUDA and CPUs with exact bfloat16 (AVX2 and FMA, AVX-512 BF16 or AMX, with the C++ build), else float32")
     parser.add_argument("--attention", default="auto", help="the target's attention (see eagle3.options)")
     parser.add_argument("--context", type=int, default=512, help="tokens in the cache before each timed step")
     parser.add_argument("--repeats", type=int, default=20)

@@ -36,7 +36,7 @@ from tqdm import tqdm
 
 from eagle3.data import Example, conversation_messages, load_examples, pad_batch, read_jsonl
 from eagle3.regenerate import generate_replies, reply_sampling
-from eagle3.target import DTYPES, Target, load_target
+from eagle3.target import DTYPES, Target, load_target, resolve_device, training_dtype
 from eagle3.training import written_whole
 
 INDEX = "index.json"
@@ -261,7 +261,7 @@ def parse_args(argv=None):
                                                             "records take them in turn (0: greedy)")
     parser.add_argument("--device", default="auto")
     parser.add_argument("--dtype", default="auto",
-                        help="the target's dtype (auto: bfloat16 on CUDA and CPUs with exact bfloat16 (AMX, AVX-512 BF16), else float32)")
+                        help="the target's dtype (auto: bfloat16 where ATen's bfloat16 matmuls are fast: CUDA, AVX-512 BF16, AMX; else float32)")
     parser.add_argument("--save-dtype", default=None, choices=sorted(DTYPES), help="dtype of the stored states")
     parser.add_argument("--seed", type=int, default=0)
     return parser.parse_args(argv)
@@ -271,7 +271,8 @@ def main(argv=None) -> int:
     args = parse_args(argv)
     try:
         # Training data needs no bit-exact one-token arithmetic (eagle3.invariant): the model's own kernels.
-        target = load_target(args.target, args.device, args.dtype, attention="sdpa")
+        device = resolve_device(args.device)
+        target = load_target(args.target, device, training_dtype(args.dtype, device), attention="sdpa")
         data = args.data
         if args.regenerate:
             temperatures = [float(t) for t in args.temperatures.split(",")]

@@ -31,7 +31,9 @@ Two kernels depend on the shape of the call, measured with oneDNN on AMX and on 
   AVX-512 BF16 without AMX, eagle3/csrc/product.cpp multiplies instead (eagle3.native
   `own_products`): every output a float32 sum in one order written in its source, whatever
   the number of rows, so exact by construction, with no limits, and faster than oneDNN on
-  the few rows of decoding.
+  the few rows of decoding. So it does on a CPU with AVX2 and FMA alone, where oneDNN has
+  no bfloat16 at all: it widens the bfloat16 weights to float32 in the registers and sums
+  by fused multiply-adds, reading half the bytes a float32 weight takes.
 
 The bfloat16 products run on weights that oneDNN has reordered once into its own blocked
 layout (`torch.ops.mkldnn._reorder_linear_weight`), as inference engines prepack them: a
@@ -43,8 +45,8 @@ shape, 2 threads); tests/test_invariant.py checks the decoders bit for bit on to
 that read one input (q/k/v, gate/up) multiply as one product on their stacked weights
 (`SharedInput`): 121 oneDNN calls a SmolLM2 token instead of 211, with the same bits.
 
-float32 targets on a CPU (where `auto` finds no exact bfloat16) run the same arithmetic where
-the CPU has AVX2 and FMA: eagle3/csrc/product.cpp has a float32 product too (one fused
+float32 targets on a CPU (`--dtype float32`, or where `auto` finds no exact bfloat16) run
+the same arithmetic where the CPU has AVX2 and FMA: eagle3/csrc/product.cpp has a float32 product too (one fused
 multiply-add per input, in one order), and with the C++ attention, which sums in float32
 already, every row keeps its bits by construction there as well. That is for exactness and
 for speed alike: oneDNN's and MKL's float32 products of two to sixteen rows cost about as

@@ -14,10 +14,11 @@ built, `layer_ops` says once on stderr why, and eagle3.decoder_layer runs the Py
 with eagle3.invariant's float64 attention: as exact, slower. EAGLE3_NATIVE=0 leaves it unbuilt
 and unused.
 
-The C++ product multiplies every bfloat16 product (the target's, the head's) where the CPU
-has AVX-512 BF16 and no AMX (with AMX, oneDNN's tiles multiply a tree's rows faster than
-rows one at a time, so oneDNN keeps them), and every float32 product where the CPU has AVX2
-and FMA (oneDNN's and MKL's float32 products of a few rows cost about as many one-row ones).
+The C++ product multiplies every bfloat16 and float32 product (the target's, the head's)
+where the CPU has AVX2 and FMA, bfloat16 by vdpbf16ps where it has AVX-512 BF16, except
+bfloat16 with AMX (oneDNN's tiles multiply a tree's rows faster than rows one at a time, so
+oneDNN keeps them). oneDNN has no bfloat16 on an AVX2 CPU, and its and MKL's float32 products
+of a few rows cost about as many one-row ones.
 EAGLE3_PRODUCT=onednn or =cpp overrides that choice (for measuring one against the other).
 """
 
@@ -95,18 +96,16 @@ PRODUCTS = ("auto", "cpp", "onednn")
 @functools.cache
 def own_products(dtype: torch.dtype):
     """The C++ module where its product (eagle3/csrc/product.cpp) multiplies this dtype's linear
-    layers here: built, and for bfloat16 a CPU with AVX-512 BF16 and (EAGLE3_PRODUCT=auto) no
-    AMX, for float32 one with AVX2 and FMA; else None (oneDNN's or MKL's product)."""
+    layers here: built, bfloat16 or float32, a CPU with AVX2 and FMA, and for bfloat16
+    (EAGLE3_PRODUCT=auto) no AMX; else None (oneDNN's, MKL's or ATen's product)."""
     choice = os.environ.get("EAGLE3_PRODUCT", "auto")
     if choice not in PRODUCTS:
         raise ValueError(f"EAGLE3_PRODUCT: {choice!r} is not one of {', '.join(PRODUCTS)}")
     if choice == "onednn":
         return None
-    if dtype == torch.bfloat16:
-        kind = cpu_bf16_kind()
-        if kind is None or (kind == "AMX" and choice == "auto"):
-            return None
-    elif dtype != torch.float32 or not {"avx2", "fma"} <= cpu_flags():
+    if dtype == torch.bfloat16 and cpu_bf16_kind() == "AMX" and choice == "auto":
+        return None
+    if dtype not in (torch.bfloat16, torch.float32) or not {"avx2", "fma"} <= cpu_flags():
         return None
     return layer_ops()
 

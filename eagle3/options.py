@@ -27,7 +27,7 @@ def add_pair_options(parser: argparse.ArgumentParser, target_default: str | None
     parser.add_argument("--device", default="auto", help="cpu, cuda, cuda:N or auto")
     parser.add_argument("--dtype", default=None,
                         help="the target's dtype: float32, bfloat16, float16 or auto (default: the preset's, else "
-                             "bfloat16 on CUDA and CPUs with exact bfloat16 (AMX, AVX-512 BF16), float32 elsewhere)")
+                             "bfloat16 on CUDA and CPUs with exact bfloat16 (AVX2 and FMA, AVX-512 BF16 or AMX, with the C++ build), float32 elsewhere)")
     parser.add_argument("--attention", default="auto",
                         help="the target's attention: auto (eagle3.invariant's batch-invariant one on a CPU in "
                              "16-bit floats, and in float32 where the C++ float32 product runs, which keeps "

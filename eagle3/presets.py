@@ -21,7 +21,7 @@ class Preset:
     chat: bool | None  # wrap prompts in the target's chat template; None: when its tokenizer has one
     tree: TreeConfig
     note: str = ""
-    dtype: str = "auto"  # the target's dtype (auto: bfloat16 on CUDA and CPUs with exact bfloat16 (AMX, AVX-512 BF16), else float32)
+    dtype: str = "auto"  # the target's dtype (auto: bfloat16 on CUDA and CPUs with exact bfloat16 (AVX2 and FMA, AVX-512 BF16 or AMX, with the C++ build), else float32)
     drafter: str = "eagle3"  # eagle3, lookup or hybrid (eagle3.lookup)
 
 

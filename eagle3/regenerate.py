@@ -25,7 +25,7 @@ from eagle3.acceptance import SamplingConfig, sample_rows
 from eagle3.decoding import prefill
 from eagle3.kv_cache import SlotKVCache
 from eagle3.native import argmax
-from eagle3.target import Target, load_target
+from eagle3.target import Target, load_target, resolve_device, training_dtype
 
 DEFINITION = re.compile(r"^[ \t]*(?:async[ \t]+)?(?:def|class)[ \t]+\w+")
 
@@ -180,7 +180,9 @@ def parse_args(argv=None):
 
 def main(argv=None) -> int:
     args = parse_args(argv)
-    target = load_target(args.target, args.device, attention="sdpa")  # no exactness needed for data
+    device = resolve_device(args.device)
+    # No exactness needed for data: ATen's own kernels, in the dtype they are fast in.
+    target = load_target(args.target, device, training_dtype(None, device), attention="sdpa")
     if args.prompts:
         from eagle3.prompts import read_prompts
 

@@ -24,7 +24,7 @@ from eagle3.invariant import (NAME as INVARIANT_ATTENTION, cache_dtype, exact_ro
 from eagle3.gguf import dequantized, find_gguf
 from eagle3.kv_cache import KVCache
 from eagle3.masks import in_window, layer_mask, ragged_allowed
-from eagle3.native import argmax, cpu_bf16_kind, cpu_info
+from eagle3.native import argmax, cpu_bf16_kind, cpu_info, own_products
 
 SUPPORTED_FAMILIES = ("llama", "qwen2", "qwen3", "mistral")
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
@@ -73,11 +73,24 @@ def bf16_supported(device: torch.device) -> bool:
 
 
 def exact_bf16(device: torch.device) -> bool:
-    """Where `auto` runs the target in bfloat16: CUDA, and CPUs with AVX-512 BF16 or AMX whose
-    bfloat16 linear layers give each row the same bits for any number of rows up to 32
-    (eagle3.invariant.exact_rows measures it), so that with eagle3.invariant a verified tree or
-    a batch computes what one-token steps do. Other CPUs keep float32."""
-    return bf16_supported(device) and (device.type == "cuda" or exact_rows())
+    """Where `auto` runs the target in bfloat16: CUDA, and CPUs whose bfloat16 linear layers
+    give each row the same bits for any number of rows, so that with eagle3.invariant a
+    verified tree or a batch computes what one-token steps do: by construction where the C++
+    product multiplies bfloat16 (AVX-512 BF16, or AVX2 and FMA, widening the weights to
+    float32 in the registers), else oneDNN's on AMX within the row limits
+    eagle3.invariant.exact_rows measures. Other CPUs keep float32."""
+    if device.type == "cuda":
+        return bf16_supported(device)
+    return own_products(torch.bfloat16) is not None or (bf16_supported(device) and exact_rows())
+
+
+def training_dtype(dtype: str | torch.dtype | None, device: torch.device) -> torch.dtype:
+    """A target's dtype where no exactness is needed (training, its features), and it runs
+    ATen's own kernels: auto is bfloat16 where those are fast in it (bf16_supported), else
+    float32 (on an AVX2 CPU ATen's bfloat16 matmul is a loop of one-row products)."""
+    if dtype in (None, "auto"):
+        return torch.bfloat16 if bf16_supported(device) else torch.float32
+    return resolve_dtype(dtype, device)
 
 
 def device_name(device: torch.device) -> str:
@@ -92,8 +105,9 @@ def device_name(device: torch.device) -> str:
 
 
 def draft_dtype(dtype: str | torch.dtype | None, target_dtype: torch.dtype, device: torch.device) -> torch.dtype:
-    """The head's dtype. auto: bfloat16 where it is fast (the draft's numerics do not touch
-    the output, which the target decides), else the target's dtype."""
+    """The head's dtype. auto: bfloat16 where its matmuls are fast (the draft's numerics do not
+    touch the output, which the target decides), else the target's dtype (bfloat16 too where
+    the C++ product multiplies it)."""
     if dtype in (None, "auto"):
         return torch.bfloat16 if bf16_supported(device) else target_dtype
     return resolve_dtype(dtype, device)

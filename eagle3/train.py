@@ -36,7 +36,7 @@ from eagle3.checkpoint import load_head, save_head
 from eagle3.data import Example, load_examples, pad_batch
 from eagle3.features import STATES, FeatureStore
 from eagle3.head import Eagle3Config, Eagle3Head, UnrolledKV
-from eagle3.target import DTYPES, Target, bf16_supported, load_target
+from eagle3.target import DTYPES, Target, bf16_supported, load_target, training_dtype
 from eagle3.training import CsvLog, adamw, autocast, cosine_lr, load_state, save_state, set_lr, written_whole
 
 
@@ -256,7 +256,7 @@ def parse_args(argv=None):
     parser.add_argument("--device", default="auto", choices=["auto", "cpu"],
                         help="auto: the accelerator's device (a GPU per process under accelerate launch)")
     parser.add_argument("--dtype", default="auto",
-                        help="the target's dtype (auto: bfloat16 on CUDA and CPUs with exact bfloat16 (AMX, AVX-512 BF16), else float32)")
+                        help="the target's dtype (auto: bfloat16 where ATen's bfloat16 matmuls are fast: CUDA, AVX-512 BF16, AMX; else float32)")
     parser.add_argument("--no-bf16", action="store_true", help="float32 even where bfloat16 is available")
     parser.add_argument("--save-dtype", default="float32", choices=["float32", "bfloat16", "float16"],
                         help="dtype of the saved head (bfloat16 halves its size)")
@@ -283,7 +283,8 @@ def main(argv=None) -> int:
         # Training needs no bit-exact one-token arithmetic (eagle3.invariant: row-chunked products,
         # float64 attention), which a bfloat16 CPU target would take: the model's own kernels, as
         # eagle3.features runs.
-        target = load_target(args.target, accelerator.device, args.dtype, attention="sdpa")
+        target = load_target(args.target, accelerator.device, training_dtype(args.dtype, accelerator.device),
+                             attention="sdpa")
         store = FeatureStore(args.features, target) if args.features else None
         examples = ([store.example(i) for i in range(len(store))] if store
                     else [e for path in args.data for e in load_examples(path, target.tokenizer, args.max_length)])

@@ -170,26 +170,33 @@ def test_a_bfloat16_head_keeps_float32_rope(tmp_path, target):
 
 
 def test_a_bfloat16_linear_multiplies_stock_where_onednn_packs_none(monkeypatch):
-    """On an AVX2-only CPU oneDNN refuses to reorder bfloat16 weights: the product is the
-    stock one there, not a crash."""
+    """On an AVX2-only CPU oneDNN refuses to reorder bfloat16 weights: without the C++ product
+    (EAGLE3_PRODUCT=onednn) the product is the stock one there, not a crash."""
     import eagle3.invariant
     from eagle3.invariant import PrepackedLinear
+    from eagle3.native import own_products
 
     monkeypatch.setattr(eagle3.invariant, "onednn_packs", lambda dtype: False)
-    layer = torch.nn.Linear(16, 8, dtype=torch.bfloat16).requires_grad_(False)
-    layer.__class__ = PrepackedLinear
-    x = torch.randn(3, 16, dtype=torch.bfloat16)
-    assert torch.equal(layer(x), torch.nn.functional.linear(x, layer.weight, layer.bias))
-    assert "_packed" not in layer.__dict__
+    monkeypatch.setenv("EAGLE3_PRODUCT", "onednn")
+    own_products.cache_clear()
+    try:
+        layer = torch.nn.Linear(16, 8, dtype=torch.bfloat16).requires_grad_(False)
+        layer.__class__ = PrepackedLinear
+        x = torch.randn(3, 16, dtype=torch.bfloat16)
+        assert torch.equal(layer(x), torch.nn.functional.linear(x, layer.weight, layer.bias))
+        assert "_packed" not in layer.__dict__
+    finally:
+        own_products.cache_clear()
 
 
 @pytest.mark.parametrize("dtype", ["bfloat16", "float32"])
 def test_a_head_multiplies_on_prepacked_weights_and_still_trains(tmp_path, target, dtype, monkeypatch):
     import eagle3.invariant
     from eagle3.invariant import PrepackedLinear, onednn_packs
+    from eagle3.native import own_products
 
-    if not onednn_packs(getattr(torch, dtype)):
-        pytest.skip(f"oneDNN packs no {dtype} weights on this CPU (bfloat16 needs avx512bw/vl/dq or avx_ne_convert)")
+    if not onednn_packs(getattr(torch, dtype)) and own_products(getattr(torch, dtype)) is None:
+        pytest.skip(f"neither oneDNN nor the C++ product packs {dtype} weights on this CPU")
     monkeypatch.setattr(eagle3.invariant, "FLOAT32_PREPACKED_ELEMENTS", 0)  # this head's float32 products are small
     config = published_config()
     head = load_head(write_head(tmp_path / "head", config, published_tensors(config)), target, dtype=dtype)
@@ -197,7 +204,7 @@ def test_a_head_multiplies_on_prepacked_weights_and_still_trains(tmp_path, targe
     x = torch.randn(5, head.fc.in_features, dtype=getattr(torch, dtype))
     with torch.no_grad():
         prepacked = head.fc(x)
-    assert getattr(head.fc, "_packed", None) is not None  # on oneDNN's layout, made once
+    assert getattr(head.fc, "_packed", None) is not None  # on oneDNN's or the C++ product's layout, made once
     stock = torch.nn.functional.linear(x, head.fc.weight)
     assert torch.allclose(prepacked.float(), stock.float(), rtol=1e-2, atol=1e-2)
     # With gradients wanted, the stock product runs, and the next packed product follows the new weights.

@@ -27,7 +27,8 @@ def test_compiled_layers_decode_the_same():
 
 
 @needs_compiler
-@pytest.mark.skipif(not exact_bf16(torch.device("cpu")), reason="needs a CPU with exact bfloat16 (AMX or AVX-512 BF16)")
+@pytest.mark.skipif(not exact_bf16(torch.device("cpu")),
+                    reason="needs a CPU with exact bfloat16 (AMX, AVX-512 BF16, or AVX2 with the C++ build)")
 def test_compiled_bf16_layers_decode_the_same():
     """The CPU bfloat16 path: its prepacked products cannot enter a graph, so they fall back to
     the stock product there (inductor used to fail on them)."""

@@ -10,11 +10,13 @@ import torch
 
 from eagle3.head import Eagle3DecoderLayer
 from eagle3.invariant import onednn_packs, prepack_linears
-from eagle3.native import layer_ops
+from eagle3.native import layer_ops, own_products
 from tests.models import make_head, make_target
 
-pytestmark = pytest.mark.skipif(layer_ops() is None or not onednn_packs(torch.bfloat16),
-                                reason="needs the C++ layer (a C++ compiler and ninja) and oneDNN's bfloat16 packing")
+pytestmark = pytest.mark.skipif(layer_ops() is None
+                                or not (onednn_packs(torch.bfloat16) or own_products(torch.bfloat16)),
+                                reason="needs the C++ layer (a C++ compiler and ninja) and bfloat16 packing "
+                                       "(the C++ product's or oneDNN's)")
 
 WIDTHS = dict(hidden_size=576, intermediate_size=1536, num_attention_heads=9, num_key_value_heads=3)  # SmolLM2's
 

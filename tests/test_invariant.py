@@ -9,24 +9,26 @@ import torch
 from eagle3 import GenerationConfig, TreeConfig, collect, collect_rows, decode, drafter_named
 from eagle3.decoder_layer import lean_forward, native_forward, use_lean_layers
 from eagle3.decoding import prefill
-from eagle3.invariant import NAME, PrepackedLinear, RowInvariantLinear, SharedInput, prepack_linears
+from eagle3.invariant import NAME, PrepackedLinear, RowInvariantLinear, SharedInput, onednn_packs, prepack_linears
 from eagle3.native import layer_ops, own_products
 from eagle3.target import Target, exact_bf16, set_arithmetic
 from eagle3.tree import DraftTree, stack_trees
 from tests.models import make_head, make_target
 
-# bfloat16 linear layers give each row the same bits, within this CPU's row limits, on AMX and
-# on AVX-512 BF16 (measured by eagle3.invariant.row_limits); elsewhere `auto` keeps float32,
-# whose products keep every row's bits where the C++ product multiplies them (AVX2 and FMA).
-# The tests run in the dtype `auto` picks here; where neither holds, nothing is claimed.
+# bfloat16 linear layers give each row the same bits by construction where the C++ product
+# multiplies them (AVX2 and FMA, or AVX-512 BF16), and within this CPU's row limits with
+# oneDNN's on AMX (measured by eagle3.invariant.row_limits); float32 ones where the C++ product
+# multiplies them. The tests run in the dtype `auto` picks here (float32 also where the C++
+# product multiplies it: test_float32_too); where neither holds, nothing is claimed.
 DTYPE = (torch.bfloat16 if exact_bf16(torch.device("cpu"))
          else torch.float32 if own_products(torch.float32) is not None else None)
-pytestmark = pytest.mark.skipif(DTYPE is None, reason="needs a CPU with exact bfloat16 (AMX or AVX-512 BF16), "
-                                                      "or the C++ build on one with AVX2 and FMA")
+pytestmark = pytest.mark.skipif(DTYPE is None, reason="needs a CPU with exact bfloat16 (AMX), or the C++ "
+                                                      "build on one with AVX2 and FMA")
 
 
-def exact_target(attention: str = "auto", seed: int = 0, family: str = "llama", **overrides) -> Target:
-    model = make_target(family, vocab_size=64, seed=seed, logit_scale=4.0, **overrides).model.to(DTYPE)
+def exact_target(attention: str = "auto", seed: int = 0, family: str = "llama", dtype: torch.dtype | None = None,
+                 **overrides) -> Target:
+    model = make_target(family, vocab_size=64, seed=seed, logit_scale=4.0, **overrides).model.to(dtype or DTYPE)
     return Target(set_arithmetic(model, attention))
 
 
@@ -289,6 +291,18 @@ def test_a_batch_gives_each_row_its_logits_alone(arithmetic):
     assert all(batch_matches_rows_alone(target, seed) for seed in range(4))
 
 
+@pytest.mark.skipif(DTYPE == torch.float32 or own_products(torch.float32) is None,
+                    reason="float32 is what `auto` runs here (the tests above), or no C++ product multiplies it")
+def test_float32_too():
+    """Where `auto` runs bfloat16, a float32 target (--dtype float32) is exact as well."""
+    target = exact_target(dtype=torch.float32, **WIDE)
+    assert all(tree_matches_steps(target, seed) for seed in range(4))
+    assert all(batch_matches_rows_alone(target, seed) for seed in range(2))
+
+
+@pytest.mark.skipif(DTYPE == torch.bfloat16 and not onednn_packs(torch.bfloat16),
+                    reason="without oneDNN's bfloat16 (an AVX2 CPU) ATen's stock bfloat16 product keeps every "
+                           "row's bits at these widths (a 16-row product costs about 16 one-row ones): no control")
 def test_stock_linear_layers_do_not():
     """The control: with oneDNN's own kernel choice, some rows round differently from the same
     rows alone: on AMX those of 4 trees of 17 nodes (68 rows) or of a padded prefill, on

@@ -6,15 +6,15 @@ import pytest
 import torch
 
 from eagle3 import native
-from eagle3.invariant import ANY_ROWS, PrepackedLinear, make_row_invariant, prepack_linears
+from eagle3.invariant import ANY_ROWS, PrepackedLinear, make_row_invariant, onednn_packs, prepack_linears
 from eagle3.native import cpu_flags, layer_ops
 
-# The dtypes this CPU's instructions multiply: bfloat16 with AVX-512 BF16, float32 with AVX2 and FMA.
-DTYPES = [dtype for dtype, needs in ((torch.bfloat16, {"avx512_bf16"}), (torch.float32, {"avx2", "fma"}))
-          if needs <= cpu_flags()]
+# This CPU's instructions multiply both dtypes where it has AVX2 and FMA (bfloat16 with
+# vdpbf16ps where it has AVX-512 BF16, else by fused multiply-adds on the widened weights).
+DTYPES = [torch.bfloat16, torch.float32] if {"avx2", "fma"} <= cpu_flags() else []
 pytestmark = pytest.mark.skipif(layer_ops() is None or not DTYPES,
-                                reason="needs the C++ build (a C++ compiler and ninja) and a CPU with AVX2 or AVX-512 BF16")
-BF16 = pytest.mark.skipif(torch.bfloat16 not in DTYPES, reason="needs a CPU with AVX-512 BF16")
+                                reason="needs the C++ build (a C++ compiler and ninja) and a CPU with AVX2 and FMA")
+FMA_BF16 = pytest.mark.skipif("avx512_bf16" in cpu_flags(), reason="AVX-512 BF16 multiplies bfloat16 by vdpbf16ps")
 
 
 def weights(outputs: int, inputs: int, dtype: torch.dtype = torch.bfloat16, seed: int = 0):
@@ -49,7 +49,6 @@ def test_within_rounding_of_the_exact_product(dtype):
     assert ((out - exact).abs() <= rounding + magnitude * 577 * 2 ** -24).all()
 
 
-@BF16
 def test_sums_round_to_bfloat16_as_torch_converts():
     """Zero rows' sums are the bias itself, so their output is the float32 bias as the kernel
     rounds it: to nearest even, ties, denormals, infinities and NaN as torch converts them.
@@ -65,6 +64,19 @@ def test_sums_round_to_bfloat16_as_torch_converts():
     assert torch.equal(out.isnan(), expected.isnan())
     numbers = ~expected.isnan()
     assert torch.equal(out[numbers].view(torch.int16), expected[numbers].view(torch.int16))
+
+
+@FMA_BF16
+@pytest.mark.parametrize("outputs,inputs", [(960, 576), (37, 64)])
+def test_bfloat16_is_the_float32_product_of_the_widened_numbers_rounded_once(outputs, inputs):
+    """Without AVX-512 BF16 a bfloat16 product is the float32 one (the same fused multiply-adds
+    in the same order) on the weights and rows widened to float32, its sums rounded once."""
+    weight, bias, generator = weights(outputs, inputs)
+    rows = torch.randn(11, inputs, generator=generator).to(torch.bfloat16)
+    for m in (1, 2, 4, 11):
+        out = layer_ops().product(rows[:m], layer_ops().pack(weight), bias)
+        widened = layer_ops().product(rows[:m].float(), layer_ops().pack(weight.float()), bias.float())
+        assert torch.equal(out.view(torch.int16), widened.to(torch.bfloat16).view(torch.int16)), m
 
 
 def test_bad_shapes_and_dtypes_are_named():
@@ -91,8 +103,8 @@ def test_linear_layers_multiply_on_it_where_chosen(monkeypatch, dtype):
         native.own_products.cache_clear()
         layer.__dict__.pop("_packed", None)
         with torch.inference_mode():
-            if choice == "onednn" and dtype == torch.float32:  # too small for oneDNN's float32: stock
-                assert not layer.packs()
+            if choice == "onednn" and (dtype == torch.float32 or not onednn_packs(dtype)):
+                assert not layer.packs()  # too small for oneDNN's float32; oneDNN packs no bfloat16 on AVX2
                 continue
             assert layer.packed_weights().tensors()[0].dim() == packed_dims
             torch.testing.assert_close(layer(torch.ones(2, 64, dtype=dtype)).float(),

@@ -12,7 +12,7 @@ import time
 import torch
 
 from eagle3.data import load_examples, pad_batch
-from eagle3.target import load_target
+from eagle3.target import load_target, training_dtype
 from eagle3.train import length_bucketed_batches, shift
 
 
@@ -21,7 +21,8 @@ def main() -> None:
     parser.add_argument("--part", default="assets/data/replies_more/part-00001.jsonl.gz")
     parser.add_argument("--batches", type=int, default=8)
     args = parser.parse_args()
-    target = load_target("checkpoints/smollm2", "cpu", "auto", attention="sdpa")  # as eagle3.train loads it
+    cpu = torch.device("cpu")
+    target = load_target("checkpoints/smollm2", cpu, training_dtype("auto", cpu), attention="sdpa")  # as eagle3.train does
     examples = load_examples(args.part, target.tokenizer, 768)
     batches = length_bucketed_batches([len(e.input_ids) for e in examples], 8, torch.Generator().manual_seed(0))
     totals = {"states": 0.0, "stats everywhere": 0.0, "stats where learned": 0.0}

@@ -15,7 +15,7 @@
 // (its q/k/v read the normed token embeddings beside the normed draft states); rms_norm
 // serves its output norm.
 // Each product is eagle3.invariant.by_rows over a packed weight, within its row limits: one
-// that product.cpp packed (bfloat16 on AVX-512 BF16 without AMX, float32 on AVX2;
+// that product.cpp packed (bfloat16 and float32 with AVX2 and FMA, bfloat16 not on AMX;
 // eagle3.native.own_products) or one torch.ops.mkldnn._reorder_linear_weight packed for oneDNN.
 
 #include <torch/extension.h>

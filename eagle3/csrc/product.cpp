@@ -1,11 +1,12 @@
 // Matrix products whose every row gets the same bits however many rows come with it: rows
-// [M, K] times a weight [N, K] -> [M, N] (plus a bias), in bfloat16 for CPUs with AVX-512
-// BF16 and in float32 for CPUs with AVX2 and FMA.
+// [M, K] times a weight [N, K] -> [M, N] (plus a bias), in bfloat16 and float32, for CPUs
+// with AVX-512 BF16 or with AVX2 and FMA.
 //
-// Each output element is one float32 sum over k in one order written here, then the bias:
-// in bfloat16 vdpbf16ps adds the products of a pair of inputs (k = 2q, 2q + 1) to the
-// element's running sum, for q = 0, 1, ... in turn, and the result is rounded once to
-// bfloat16; in float32 each k is one fused multiply-add, k = 0, 1, ... in turn. Rows are
+// Each output element is one float32 sum over k in one order written here, then the bias,
+// and in bfloat16 one rounding: with AVX-512 BF16 vdpbf16ps adds the products of a pair of
+// inputs (k = 2q, 2q + 1) to the element's running sum, for q = 0, 1, ... in turn; with AVX2
+// each k is one fused multiply-add, k = 0, 1, ... in turn. A CPU runs one of the two, so its
+// sums keep one order (the two orders differ in the last bits, across CPUs only). Rows are
 // computed by the same instructions in the same order whether they come one at a time or
 // with others (rows share only the weight loads), and the threads split the columns, never
 // the sum. So a tree node or a batch row gets its one-token step's bits by construction,
@@ -159,53 +160,111 @@ BF16_TARGET void multiply(const uint32_t* rows, int64_t m, int64_t pairs, const 
   });
 }
 
-// The float32 product, for CPUs with AVX2 and FMA: each output element is one float32 sum
-// over k = 0, 1, ... in turn, a fused multiply-add each, then the bias. The weight is packed
-// into 16-column blocks as above, one float32 per lane: [N / 16][K][16], the last block
-// holding N % 16 columns. A block's sixteen columns are two 8-lane vectors, so a tile of R
-// rows and B blocks keeps 2 * R * B running sums, at most 12 of AVX2's 16 registers.
-#define F32_TARGET __attribute__((target("avx2,fma")))
+// The products for CPUs with AVX2 and FMA, float32 and bfloat16: each output element is one
+// float32 sum over k = 0, 1, ... in turn, a fused multiply-add each, then the bias (and, in
+// bfloat16, one rounding to nearest even). A bfloat16 weight stays in the pair layout above,
+// [N / 16][K / 2][16][2], and is widened in the registers: a lane's 32-bit word holds input
+// 2q in its low half and 2q + 1 in its high half, and a bfloat16's bits are a float32's upper
+// half, so a shift and a mask give the two float32 weights. The rows are widened to float32
+// once a call. A float32 weight is one word a lane, [N / 16][K][16]. A block's sixteen
+// columns are two 8-lane vectors, so a tile of R rows and B blocks keeps 2 * R * B running
+// sums, at most 12 of AVX2's 16 registers.
+#define FMA_TARGET __attribute__((target("avx2,fma")))
 
 // Lanes [0, count) of an 8-lane mask (count clamped to 0..8).
-F32_TARGET inline __m256i first_lanes(int64_t count) {
+FMA_TARGET inline __m256i first_lanes(int64_t count) {
   return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(std::clamp<int64_t>(count, 0, 8))),
                             _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 }
 
-// Half `half` (8 lanes) of a block's 16 columns at p: all of them (FULL), else the lanes of
-// the mask `lanes`.
+// Half `half` (8 lanes) of a block's 16 words at p: all of them (FULL), else the lanes of the
+// mask `lanes`.
 template <bool FULL>
-F32_TARGET inline __m256 load_half(const float* p, int half, __m256i lanes) {
+FMA_TARGET inline __m256 load_half(const float* p, int half, __m256i lanes) {
   return FULL ? _mm256_loadu_ps(p + 8 * half) : _mm256_maskload_ps(p + 8 * half, lanes);
 }
 
-// R rows [R][K] times B blocks -> sums plus the bias, stored to out. FULL: every block has
-// sixteen columns; else one block of `width` columns (masked loads and stores).
-template <int R, int B, bool FULL>
-F32_TARGET void f32_tile(const float* rows, int64_t k_size, const float* weight, int64_t block_stride,
-                         int64_t width, const float* bias, float* out, int64_t out_stride) {
+// The weights a word of each lane holds, as float32 lanes, input by input: a float32 word
+// is one input's, a word of two bfloat16 is two inputs' (INPUTS), at(words, j) the j-th.
+template <typename Word>
+struct Widened;
+template <>
+struct Widened<float> {
+  static constexpr int INPUTS = 1;
+  FMA_TARGET static __m256 at(__m256 words, int) { return words; }
+};
+template <>
+struct Widened<uint16_t> {
+  static constexpr int INPUTS = 2;
+  FMA_TARGET static __m256 at(__m256 words, int j) {
+    const __m256i bits = _mm256_castps_si256(words);
+    return _mm256_castsi256_ps(j == 0 ? _mm256_slli_epi32(bits, 16) : _mm256_and_si256(bits, _mm256_set1_epi32(-65536)));
+  }
+};
+
+// float32 -> bfloat16 as c10::BFloat16 converts: to nearest even (denormals kept), a NaN to a
+// quiet NaN; eight lanes -> eight halves.
+FMA_TARGET inline __m128i to_bf16(__m256 x) {
+  const __m256i bits = _mm256_castps_si256(x);
+  const __m256i odd = _mm256_and_si256(_mm256_srli_epi32(bits, 16), _mm256_set1_epi32(1));
+  __m256i rounded = _mm256_srli_epi32(_mm256_add_epi32(bits, _mm256_add_epi32(odd, _mm256_set1_epi32(0x7FFF))), 16);
+  rounded = _mm256_blendv_epi8(_mm256_set1_epi32(0x7FC0), rounded, _mm256_castps_si256(_mm256_cmp_ps(x, x, _CMP_ORD_Q)));
+  // packus takes 128-bit lanes apart: [0..3, 0..3 | 4..7, 4..7]; the permute puts 4..7 after 0..3.
+  return _mm256_castsi256_si128(_mm256_permute4x64_epi64(_mm256_packus_epi32(rounded, rounded), 0x08));
+}
+
+// Eight sums to `to` as float32 or bfloat16: all (FULL), else the first `count`.
+template <bool FULL>
+FMA_TARGET inline void store_half(float* to, __m256 sum, __m256i lanes, int64_t) {
+  if (FULL) _mm256_storeu_ps(to, sum);
+  else _mm256_maskstore_ps(to, lanes, sum);
+}
+template <bool FULL>
+FMA_TARGET inline void store_half(uint16_t* to, __m256 sum, __m256i, int64_t count) {
+  const __m128i halves = to_bf16(sum);
+  if (FULL) {
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(to), halves);
+  } else {
+    alignas(16) uint16_t kept[8];
+    _mm_store_si128(reinterpret_cast<__m128i*>(kept), halves);
+    std::copy(kept, kept + std::clamp<int64_t>(count, 0, 8), to);
+  }
+}
+
+// R float32 rows [R][K] times B blocks of Word (float32, or bfloat16 pairs) -> sums plus the
+// bias, stored to out in Word's dtype. FULL: every block has sixteen columns; else one block
+// of `width` columns (masked loads and stores).
+template <int R, int B, bool FULL, typename Word>
+FMA_TARGET void fma_tile(const float* rows, int64_t k_size, const Word* weight, int64_t block_stride, int64_t width,
+                         const float* bias, Word* out, int64_t out_stride) {
+  using W = Widened<Word>;
   const __m256i low = first_lanes(width), high = first_lanes(width - 8);
+  const int64_t step = FULL ? LANES : width;  // words of a block for one word of inputs
   __m256 sums[R][B][2];
 #pragma GCC unroll 16
   for (int r = 0; r < R; ++r)
 #pragma GCC unroll 16
     for (int b = 0; b < B; ++b) sums[r][b][0] = sums[r][b][1] = _mm256_setzero_ps();
-  const int64_t step = FULL ? LANES : width;
-  for (int64_t k = 0; k < k_size; ++k) {
-    __m256 w[B][2];
-#pragma GCC unroll 16
-    for (int b = 0; b < B; ++b) {
-      w[b][0] = load_half<FULL>(weight + b * block_stride + k * step, 0, low);
-      w[b][1] = load_half<FULL>(weight + b * block_stride + k * step, 1, high);
-    }
-#pragma GCC unroll 16
-    for (int r = 0; r < R; ++r) {
-      const __m256 x = _mm256_broadcast_ss(rows + r * k_size + k);
+  // Input by input, the block's weights first, then the rows, so that a row's input lives in
+  // one register at a time (with more live, GCC spills a running sum, and its chain of
+  // dependent multiply-adds waits on memory).
+  for (int64_t q = 0; q < k_size / W::INPUTS; ++q)
+#pragma GCC unroll 2
+    for (int j = 0; j < W::INPUTS; ++j) {
+      __m256 w[B][2];
 #pragma GCC unroll 16
       for (int b = 0; b < B; ++b)
-        sums[r][b][0] = _mm256_fmadd_ps(x, w[b][0], sums[r][b][0]), sums[r][b][1] = _mm256_fmadd_ps(x, w[b][1], sums[r][b][1]);
+        for (int half = 0; half < 2; ++half)  // the block's 32-bit words, loaded as float32 lanes whatever they hold
+          w[b][half] = W::at(load_half<FULL>(reinterpret_cast<const float*>(weight + b * block_stride) + q * step, half,
+                                             half ? high : low), j);
+#pragma GCC unroll 16
+      for (int r = 0; r < R; ++r) {
+        const __m256 x = _mm256_broadcast_ss(rows + r * k_size + q * W::INPUTS + j);
+#pragma GCC unroll 16
+        for (int b = 0; b < B; ++b)
+          sums[r][b][0] = _mm256_fmadd_ps(x, w[b][0], sums[r][b][0]), sums[r][b][1] = _mm256_fmadd_ps(x, w[b][1], sums[r][b][1]);
+      }
     }
-  }
 #pragma GCC unroll 16
   for (int r = 0; r < R; ++r)
 #pragma GCC unroll 16
@@ -213,22 +272,20 @@ F32_TARGET void f32_tile(const float* rows, int64_t k_size, const float* weight,
       for (int half = 0; half < 2; ++half) {
         __m256 sum = sums[r][b][half];
         if (bias != nullptr) sum = _mm256_add_ps(sum, load_half<FULL>(bias + b * LANES, half, half ? high : low));
-        float* to = out + r * out_stride + b * LANES + 8 * half;
-        if (FULL) _mm256_storeu_ps(to, sum);
-        else _mm256_maskstore_ps(to, half ? high : low, sum);
+        store_half<FULL>(out + r * out_stride + b * LANES + 8 * half, sum, half ? high : low, width - 8 * half);
       }
 }
 
 // Every row times B blocks: one or two rows over up to four or two blocks at once (a
-// product of one or two rows reads each block once, and f32_chunk gives more than one block
+// product of one or two rows reads each block once, and fma_chunk gives more than one block
 // to one or two rows only); three rows or more over one block, in_tiles. A row's sums are
 // the same in any tile.
-template <int B, bool FULL>
-F32_TARGET void f32_rows(const float* rows, int64_t m, int64_t k_size, const float* weight, int64_t block_stride,
-                         int64_t width, const float* bias, float* out, int64_t n) {
+template <int B, bool FULL, typename Word>
+FMA_TARGET void fma_rows(const float* rows, int64_t m, int64_t k_size, const Word* weight, int64_t block_stride,
+                         int64_t width, const float* bias, Word* out, int64_t n) {
   auto tile_at = [&](auto size, int64_t r) {
-    f32_tile<decltype(size)::value, B, FULL>(rows + r * k_size, k_size, weight, block_stride, width, bias, out + r * n,
-                                             n);
+    fma_tile<decltype(size)::value, B, FULL>(rows + r * k_size, k_size, weight, block_stride, width, bias,
+                                             out + r * n, n);
   };
   if constexpr (B == 1)
     in_tiles(m, tile_at);
@@ -239,29 +296,31 @@ F32_TARGET void f32_rows(const float* rows, int64_t m, int64_t k_size, const flo
 }
 
 // Up to CHUNK_ROWS rows (below), over groups of as many blocks as the rows allow.
-F32_TARGET void f32_chunk(const float* rows, int64_t m, int64_t k_size, const float* weight, int64_t n,
-                          const float* bias, float* out) {
-  const int64_t block_stride = k_size * LANES;
+template <typename Word>
+FMA_TARGET void fma_chunk(const float* rows, int64_t m, int64_t k_size, const Word* weight, int64_t n,
+                          const float* bias, Word* out) {
+  const int64_t block_stride = k_size * LANES;  // in Words: a block is k_size rows of LANES columns
   over_blocks(n, m == 1 ? 4 : m == 2 ? 2 : 1, [&](int64_t first, int64_t count) {
-    const float* w = weight + first * block_stride;
+    const Word* w = weight + first * block_stride;
     const float* b = bias == nullptr ? nullptr : bias + first * LANES;
-    float* o = out + first * LANES;
+    Word* o = out + first * LANES;
     switch (count) {
-      case 0: f32_rows<1, false>(rows, m, k_size, w, block_stride, n % LANES, b, o, n); break;
-      case 1: f32_rows<1, true>(rows, m, k_size, w, block_stride, LANES, b, o, n); break;
-      case 2: f32_rows<2, true>(rows, m, k_size, w, block_stride, LANES, b, o, n); break;
-      case 3: f32_rows<3, true>(rows, m, k_size, w, block_stride, LANES, b, o, n); break;
-      default: f32_rows<4, true>(rows, m, k_size, w, block_stride, LANES, b, o, n);
+      case 0: fma_rows<1, false>(rows, m, k_size, w, block_stride, n % LANES, b, o, n); break;
+      case 1: fma_rows<1, true>(rows, m, k_size, w, block_stride, LANES, b, o, n); break;
+      case 2: fma_rows<2, true>(rows, m, k_size, w, block_stride, LANES, b, o, n); break;
+      case 3: fma_rows<3, true>(rows, m, k_size, w, block_stride, LANES, b, o, n); break;
+      default: fma_rows<4, true>(rows, m, k_size, w, block_stride, LANES, b, o, n);
     }
   });
 }
 
 // Many rows (a prompt) go CHUNK_ROWS at a time, so that a chunk's rows stay in a core's
 // cache while every block passes over them.
-F32_TARGET void f32_multiply(const float* rows, int64_t m, int64_t k_size, const float* weight, int64_t n,
-                             const float* bias, float* out) {
+template <typename Word>
+FMA_TARGET void fma_multiply(const float* rows, int64_t m, int64_t k_size, const Word* weight, int64_t n,
+                             const float* bias, Word* out) {
   for (int64_t first = 0; first < m; first += CHUNK_ROWS)
-    f32_chunk(rows + first * k_size, std::min(CHUNK_ROWS, m - first), k_size, weight, n, bias, out + first * n);
+    fma_chunk(rows + first * k_size, std::min(CHUNK_ROWS, m - first), k_size, weight, n, bias, out + first * n);
 }
 
 }  // namespace
@@ -301,20 +360,26 @@ Tensor product(const Tensor& rows, const Tensor& packed, const c10::optional<Ten
               "product: rows ", rows.sizes(), " for a packed weight ", packed.sizes());
   TORCH_CHECK(rows.scalar_type() == packed.scalar_type(), "product: ", rows.scalar_type(), " rows for a ",
               packed.scalar_type(), " weight");
-  TORCH_CHECK(bf16 ? __builtin_cpu_supports("avx512bf16") : __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"),
-              "product: this CPU has no ", bf16 ? "AVX-512 BF16 for a bfloat16" : "AVX2 and FMA for a float32", " weight");
+  const bool dpbf16 = bf16 && __builtin_cpu_supports("avx512bf16");
+  TORCH_CHECK(dpbf16 || (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")),
+              "product: this CPU has neither AVX-512 BF16 nor AVX2 and FMA for a ", packed.scalar_type(), " weight");
   const auto x = rows.contiguous();
   const int64_t m = x.size(0), n = packed.size(0);
   auto out = at::empty({m, n}, x.options());
   Tensor b;
   if (bias.has_value() && bias->defined()) b = bias->to(at::kFloat).contiguous();
   const float* bias_data = b.defined() ? b.data_ptr<float>() : nullptr;
-  if (bf16)
+  const Tensor widened = bf16 && !dpbf16 ? x.to(at::kFloat) : Tensor();  // the FMA product's float32 rows
+  if (dpbf16)
     multiply(reinterpret_cast<const uint32_t*>(x.data_ptr()), m, packed.size(1),
              reinterpret_cast<const uint16_t*>(packed.data_ptr()), n, bias_data,
              reinterpret_cast<uint16_t*>(out.data_ptr()));
+  else if (bf16)
+    fma_multiply(widened.data_ptr<float>(), m, rows.size(1),
+                 reinterpret_cast<const uint16_t*>(packed.data_ptr()), n, bias_data,
+                 reinterpret_cast<uint16_t*>(out.data_ptr()));
   else
-    f32_multiply(x.data_ptr<float>(), m, packed.size(1), packed.data_ptr<float>(), n, bias_data, out.data_ptr<float>());
+    fma_multiply(x.data_ptr<float>(), m, packed.size(1), packed.data_ptr<float>(), n, bias_data, out.data_ptr<float>());
   return out;
 #endif
 }
