@@ -44,9 +44,11 @@ def main() -> None:
             rows = torch.randn(m, inputs, generator=generator).to(torch.bfloat16)
             together = ops.product(rows, packed, None)
             alone = torch.cat([ops.product(row[None], packed, None) for row in rows])
+            rows_float = rows.float()  # widened outside the timing, as a float32 target's rows come
             cpp = call_seconds(lambda: ops.product(rows, packed, None), CPU, calls) * 1e6
-            mkldnn = "-" if onednn is None else f"{call_seconds(lambda: torch.ops.mkldnn._linear_pointwise(rows, onednn, None, 'none', [], ''), CPU, calls) * 1e6:.1f}"
-            float32 = call_seconds(lambda: ops.product(rows.float(), packed_float, None), CPU, calls) * 1e6
+            mkldnn = "-" if onednn is None else "{:.1f}".format(call_seconds(
+                lambda: torch.ops.mkldnn._linear_pointwise(rows, onednn, None, "none", [], ""), CPU, calls) * 1e6)
+            float32 = call_seconds(lambda: ops.product(rows_float, packed_float, None), CPU, calls) * 1e6
             print(f"{name + f' {outputs} x {inputs}':<22}{m:>5}{cpp:>10.1f}{mkldnn:>11}{float32:>12.1f}  "
                   f"{torch.equal(together, alone)}")
     for dtype in (torch.bfloat16, torch.float32):
