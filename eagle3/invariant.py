@@ -27,13 +27,13 @@ Two kernels depend on the shape of the call, measured with oneDNN on AMX and on 
   On AVX-512 BF16 without AMX (an AMD EPYC) products of 2 to 64 rows agree row for row, but
   a one-row product over more than 1,024 inputs (the MLP's down projection) takes another
   path and rounds differently; so there a one-row product is padded with a zero row.
-  `row_limits` measures which of the two a CPU needs, once per process. Where the CPU has
-  AVX-512 BF16 without AMX, eagle3/csrc/product.cpp multiplies instead (eagle3.native
-  `own_products`): every output a float32 sum in one order written in its source, whatever
-  the number of rows, so exact by construction, with no limits, and faster than oneDNN on
-  the few rows of decoding. So it does on a CPU with AVX2 and FMA alone, where oneDNN has
-  no bfloat16 at all: it widens the bfloat16 weights to float32 in the registers and sums
-  by fused multiply-adds, reading half the bytes a float32 weight takes.
+  `row_limits` measures which of the two a CPU needs, once per process. Where the C++ module
+  is built, eagle3/csrc/product.cpp multiplies instead (eagle3.native `own_products`): every
+  output a float32 sum in one order, whatever the number of rows, so exact by construction,
+  with no limits, and faster than oneDNN on the few rows of decoding: by AMX's tiles (rows
+  independent in the hardware), by vdpbf16ps on AVX-512 BF16, and on a CPU with AVX2 and
+  FMA alone, where oneDNN has no bfloat16 at all, by fused multiply-adds on the bfloat16
+  weights widened to float32 in the registers (half the bytes a float32 weight takes).
 
 The bfloat16 products run on weights that oneDNN has reordered once into its own blocked
 layout (`torch.ops.mkldnn._reorder_linear_weight`), as inference engines prepack them: a
@@ -208,12 +208,14 @@ def own_product(weight: torch.Tensor):
 
 
 def products_kernel(weight: torch.Tensor) -> str:
-    """What multiplies a linear layer with this weight in decoding: "C++"
-    (eagle3/csrc/product.cpp), "oneDNN" (on its prepacked weight) or "stock" (F.linear)."""
+    """What multiplies a linear layer with this weight in decoding: "C++" with the instructions
+    it runs (eagle3/csrc/product.cpp; e.g. "C++, AMX"), "oneDNN" (on its prepacked weight) or
+    "stock" (F.linear)."""
     with torch.inference_mode():
         if not prepackable(weight, weight.numel()):
             return "stock"
-    return "C++" if own_product(weight) is not None else "oneDNN"
+    ops = own_product(weight)
+    return "oneDNN" if ops is None else f"C++, {ops.product_instructions(weight.dtype == torch.bfloat16)}"
 
 
 class PackedWeights:

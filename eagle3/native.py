@@ -15,11 +15,11 @@ with eagle3.invariant's float64 attention: as exact, slower. EAGLE3_NATIVE=0 lea
 and unused.
 
 The C++ product multiplies every bfloat16 and float32 product (the target's, the head's)
-where the CPU has AVX2 and FMA, bfloat16 by vdpbf16ps where it has AVX-512 BF16, except
-bfloat16 with AMX (oneDNN's tiles multiply a tree's rows faster than rows one at a time, so
-oneDNN keeps them). oneDNN has no bfloat16 on an AVX2 CPU, and its and MKL's float32 products
-of a few rows cost about as many one-row ones.
-EAGLE3_PRODUCT=onednn or =cpp overrides that choice (for measuring one against the other).
+where the CPU has AVX2 and FMA: bfloat16 by AMX's tiles where it has AMX, by vdpbf16ps where
+it has AVX-512 BF16, else by fused multiply-adds on weights widened to float32. oneDNN has no
+bfloat16 on an AVX2 CPU, its one-row and many-row bfloat16 products round differently (row
+limits), and its and MKL's float32 products of a few rows cost about as many one-row ones.
+EAGLE3_PRODUCT=onednn overrides that choice (for measuring one against the other).
 """
 
 from __future__ import annotations
@@ -96,14 +96,12 @@ PRODUCTS = ("auto", "cpp", "onednn")
 @functools.cache
 def own_products(dtype: torch.dtype):
     """The C++ module where its product (eagle3/csrc/product.cpp) multiplies this dtype's linear
-    layers here: built, bfloat16 or float32, a CPU with AVX2 and FMA, and for bfloat16
-    (EAGLE3_PRODUCT=auto) no AMX; else None (oneDNN's, MKL's or ATen's product)."""
+    layers here: built, bfloat16 or float32, a CPU with AVX2 and FMA, and EAGLE3_PRODUCT not
+    onednn; else None (oneDNN's, MKL's or ATen's product)."""
     choice = os.environ.get("EAGLE3_PRODUCT", "auto")
     if choice not in PRODUCTS:
         raise ValueError(f"EAGLE3_PRODUCT: {choice!r} is not one of {', '.join(PRODUCTS)}")
     if choice == "onednn":
-        return None
-    if dtype == torch.bfloat16 and cpu_bf16_kind() == "AMX" and choice == "auto":
         return None
     if dtype not in (torch.bfloat16, torch.float32) or not {"avx2", "fma"} <= cpu_flags():
         return None

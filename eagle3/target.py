@@ -76,8 +76,8 @@ def exact_bf16(device: torch.device) -> bool:
     """Where `auto` runs the target in bfloat16: CUDA, and CPUs whose bfloat16 linear layers
     give each row the same bits for any number of rows, so that with eagle3.invariant a
     verified tree or a batch computes what one-token steps do: by construction where the C++
-    product multiplies bfloat16 (AVX-512 BF16, or AVX2 and FMA, widening the weights to
-    float32 in the registers), else oneDNN's on AMX within the row limits
+    product multiplies bfloat16 (AMX, AVX-512 BF16, or AVX2 and FMA, widening the weights to
+    float32 in the registers), else oneDNN's within the row limits
     eagle3.invariant.exact_rows measures. Other CPUs keep float32."""
     if device.type == "cuda":
         return bf16_supported(device)

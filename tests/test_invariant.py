@@ -16,8 +16,8 @@ from eagle3.tree import DraftTree, stack_trees
 from tests.models import make_head, make_target
 
 # bfloat16 linear layers give each row the same bits by construction where the C++ product
-# multiplies them (AVX2 and FMA, or AVX-512 BF16), and within this CPU's row limits with
-# oneDNN's on AMX (measured by eagle3.invariant.row_limits); float32 ones where the C++ product
+# multiplies them (AMX, AVX-512 BF16, or AVX2 and FMA), and within this CPU's row limits with
+# oneDNN's (measured by eagle3.invariant.row_limits); float32 ones where the C++ product
 # multiplies them. The tests run in the dtype `auto` picks here (float32 also where the C++
 # product multiplies it: test_float32_too); where neither holds, nothing is claimed.
 DTYPE = (torch.bfloat16 if exact_bf16(torch.device("cpu"))
@@ -211,8 +211,7 @@ def test_layers_that_differ_are_not_grouped():
     assert module.q_proj.shared_input is None and module.gate_proj.shared_input is module.up_proj.shared_input
 
 
-# Each arithmetic a CPU may run: the C++ attention and product (eagle3/csrc; the product is
-# chosen here even on AMX, where eagle3.native keeps oneDNN's by default), the C++ attention
+# Each arithmetic a CPU may run: the C++ attention and product (eagle3/csrc), the C++ attention
 # with oneDNN's products within their row limits, and where the C++ cannot be built, float64
 # attention with oneDNN's products. float32 is exact with the C++ ones only.
 ARITHMETIC = {"C++": ("C++", "cpp"), "C++ attention, oneDNN products": ("C++", "onednn"),

@@ -24,9 +24,10 @@ def weights(outputs: int, inputs: int, dtype: torch.dtype = torch.bfloat16, seed
     return weight, bias, generator
 
 
-# SmolLM2's q/k/v and down projection, and widths with a partial last block of columns.
+# SmolLM2's q/k/v and down projection, widths with a partial last block of columns, and inputs
+# that are not a multiple of 32 (which AMX's tiles leave to vdpbf16ps).
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("outputs,inputs", [(960, 576), (576, 1536), (37, 64), (5, 8)])
+@pytest.mark.parametrize("outputs,inputs", [(960, 576), (576, 1536), (37, 64), (20, 100), (5, 8)])
 def test_every_row_gets_its_bits_alone(outputs, inputs, dtype):
     weight, bias, generator = weights(outputs, inputs, dtype)
     packed = layer_ops().pack(weight)

@@ -15,7 +15,7 @@
 // (its q/k/v read the normed token embeddings beside the normed draft states); rms_norm
 // serves its output norm.
 // Each product is eagle3.invariant.by_rows over a packed weight, within its row limits: one
-// that product.cpp packed (bfloat16 and float32 with AVX2 and FMA, bfloat16 not on AMX;
+// that product.cpp packed (bfloat16 and float32 with AVX2 and FMA;
 // eagle3.native.own_products) or one torch.ops.mkldnn._reorder_linear_weight packed for oneDNN.
 
 #include <torch/extension.h>
@@ -27,6 +27,7 @@ using OptionalTensor = c10::optional<Tensor>;
 
 Tensor pack(const Tensor& weight);  // product.cpp
 Tensor product(const Tensor& rows, const Tensor& packed, const OptionalTensor& bias);
+std::string product_instructions(bool bf16);
 
 namespace {
 
@@ -214,6 +215,7 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("attention", &exact_attention);
   m.def("pack", &pack);
   m.def("product", &product);
+  m.def("product_instructions", &product_instructions);
   m.def("argmax", &last_argmax);
   m.def("top_children", &top_children);
 }

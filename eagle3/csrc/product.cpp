@@ -1,12 +1,13 @@
 // Matrix products whose every row gets the same bits however many rows come with it: rows
 // [M, K] times a weight [N, K] -> [M, N] (plus a bias), in bfloat16 and float32, for CPUs
-// with AVX-512 BF16 or with AVX2 and FMA.
+// with AMX, AVX-512 BF16 or AVX2 and FMA.
 //
-// Each output element is one float32 sum over k in one order written here, then the bias,
-// and in bfloat16 one rounding: with AVX-512 BF16 vdpbf16ps adds the products of a pair of
-// inputs (k = 2q, 2q + 1) to the element's running sum, for q = 0, 1, ... in turn; with AVX2
-// each k is one fused multiply-add, k = 0, 1, ... in turn. A CPU runs one of the two, so its
-// sums keep one order (the two orders differ in the last bits, across CPUs only). Rows are
+// Each output element is one float32 sum over k in one order, then the bias, and in bfloat16
+// one rounding: with AMX, TDPBF16PS adds the products of 32 inputs at a time (16 pairs) to
+// the element's running sum, the hardware's order within them; with AVX-512 BF16 vdpbf16ps
+// adds the products of a pair of inputs (k = 2q, 2q + 1), for q = 0, 1, ... in turn; with
+// AVX2 each k is one fused multiply-add, k = 0, 1, ... in turn. A CPU runs one of the three,
+// so its sums keep one order (the orders differ in the last bits, across CPUs only). Rows are
 // computed by the same instructions in the same order whether they come one at a time or
 // with others (rows share only the weight loads), and the threads split the columns, never
 // the sum. So a tree node or a batch row gets its one-token step's bits by construction,
@@ -27,6 +28,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <string>
 #include <type_traits>
 
 using at::Tensor;
@@ -78,7 +80,10 @@ void in_tiles(int64_t m, const Tile& tile) {
 
 #if defined(__x86_64__)  // elsewhere (ARM, say) the module builds without it and oneDNN multiplies
 #define HAS_OWN_PRODUCT 1
+#include <cpuid.h>
 #include <immintrin.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 namespace {
 
@@ -159,6 +164,129 @@ BF16_TARGET void multiply(const uint32_t* rows, int64_t m, int64_t pairs, const 
     }
   });
 }
+
+// The bfloat16 product for CPUs with AMX: TDPBF16PS multiplies a tile of up to 16 rows by 32
+// inputs (16 pairs) with a tile of 16 pairs of 16 columns, the pair layout above as it is, and
+// adds each element's products to its running float32 sum, each row on its own (the rows of a
+// tile share only the weight tile). An element's sum goes over the input tiles 0, 1, ... in
+// turn, the hardware's order within a tile, whatever the number of rows, so a row gets the
+// same bits in any tile; then the bias and one rounding (to_bf16). A tile of 16 rows costs the
+// same instruction as one row, so a tree's tokens come nearly free where vdpbf16ps pays each
+// row's multiply-adds, and one row reads the weight in one stream as above. (oneDNN's AMX
+// product gives its one-row products another order than its many-row ones: eagle3.invariant's
+// row limits.)
+// Compilers that know AMX's instructions: GCC 11 and clang 12 on; with older ones AVX-512 BF16
+// multiplies.
+#if (defined(__clang__) && __clang_major__ >= 12) || (!defined(__clang__) && __GNUC__ >= 11)
+#define HAS_AMX 1
+#define AMX_TARGET __attribute__((target("amx-tile,amx-bf16,avx512f,avx512bw,avx512vl,avx512bf16")))
+
+// Tile registers: two blocks' sums, the rows' inputs, two blocks' weights. The inputs come 32
+// (TILE_PAIRS pairs) a tile, so a weight whose inputs are not a multiple of 32 (none of the
+// Llama and Qwen models') is multiplied by vdpbf16ps instead, which keeps its rows' bits too.
+#define TMM_SUM0 0
+#define TMM_SUM1 1
+#define TMM_INPUTS 2
+#define TMM_WEIGHTS0 3
+#define TMM_WEIGHTS1 4
+constexpr int64_t TILE_ROWS = 16, TILE_PAIRS = 16;
+
+// ldtilecfg's 64 bytes (palette 1): each tile's rows and bytes a row.
+struct alignas(64) TileConfig {
+  uint8_t palette = 1, start_row = 0, reserved[14] = {};
+  uint16_t bytes[16] = {};
+  uint8_t rows[16] = {};
+};
+
+// Whether this CPU has AMX's bfloat16 tiles and Linux lets this process use them: a process
+// asks once for the tiles' state (arch_prctl ARCH_REQ_XCOMP_PERM, as oneDNN does); without
+// it a tile instruction faults.
+bool amx_ready() {
+  static const bool ready = [] {
+    unsigned a, b, c, d;
+    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d) || !(d & (1u << 22)) || !(d & (1u << 24))) return false;
+    constexpr long ARCH_REQ_XCOMP_PERM = 0x1023, XFEATURE_XTILEDATA = 18;
+    return syscall(SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) == 0;
+  }();
+  return ready;
+}
+
+// Tiles for `rows` rows and blocks of `width` columns.
+AMX_TARGET void configure_tiles(int64_t rows, int64_t width) {
+  TileConfig config;
+  auto set = [&](int tile, int64_t r, int64_t bytes) {
+    config.rows[tile] = static_cast<uint8_t>(r);
+    config.bytes[tile] = static_cast<uint16_t>(bytes);
+  };
+  set(TMM_SUM0, rows, width * 4), set(TMM_SUM1, rows, width * 4), set(TMM_INPUTS, rows, TILE_PAIRS * 4);
+  set(TMM_WEIGHTS0, TILE_PAIRS, width * 4), set(TMM_WEIGHTS1, TILE_PAIRS, width * 4);
+  asm volatile("" ::"r"(&config) : "memory");  // ldtilecfg's asm names only the config's first word
+  _tile_loadconfig(&config);
+}
+
+// R (configured) rows [R][pairs] as 32-bit words times B (1 or 2) blocks of `width` columns ->
+// sums plus the bias, each rounded once to bfloat16 and stored to out.
+template <int B>
+AMX_TARGET void amx_tile(const uint32_t* rows, int64_t r, int64_t pairs, const uint16_t* weight, int64_t block_stride,
+                         int64_t width, const float* bias, uint16_t* out, int64_t out_stride) {
+  const int64_t row_bytes = pairs * 4, line = width * 4;
+  const int64_t tile_words = TILE_PAIRS * width * 2;  // uint16s of a block's weight tile
+  _tile_zero(TMM_SUM0);
+  if (B == 2) _tile_zero(TMM_SUM1);
+  for (int64_t t = 0; t < pairs / TILE_PAIRS; ++t) {
+    _tile_loadd(TMM_INPUTS, rows + t * TILE_PAIRS, row_bytes);
+    _tile_loadd(TMM_WEIGHTS0, weight + t * tile_words, line);
+    _tile_dpbf16ps(TMM_SUM0, TMM_INPUTS, TMM_WEIGHTS0);
+    if (B == 2) {
+      _tile_loadd(TMM_WEIGHTS1, weight + block_stride + t * tile_words, line);
+      _tile_dpbf16ps(TMM_SUM1, TMM_INPUTS, TMM_WEIGHTS1);
+    }
+  }
+  alignas(64) float sums[B][TILE_ROWS][LANES];
+  _tile_stored(TMM_SUM0, sums[0], LANES * 4);
+  if (B == 2) _tile_stored(TMM_SUM1, sums[B - 1], LANES * 4);
+  asm volatile("" ::: "memory");  // tilestored's asm does not say it writes sums
+  const __mmask16 lanes = width == LANES ? 0xFFFF : static_cast<__mmask16>((1u << width) - 1);
+  for (int64_t i = 0; i < r; ++i)
+    for (int b = 0; b < B; ++b) {
+      __m512 sum = _mm512_load_ps(sums[b][i]);
+      if (bias != nullptr) sum = _mm512_add_ps(sum, _mm512_maskz_loadu_ps(lanes, bias + b * LANES));
+      _mm256_mask_storeu_epi16(out + i * out_stride + b * LANES, lanes, to_bf16(sum));
+    }
+}
+
+// Blocks [begin, end) of the weight, two at a time (the partial last block alone), each over
+// the rows 16 at a time, on tiles configured here and released after (oneDNN's AMX kernels
+// configure their own).
+AMX_TARGET void amx_blocks(int64_t begin, int64_t end, const uint32_t* rows, int64_t m, int64_t pairs,
+                           const uint16_t* weight, int64_t n, const float* bias, uint16_t* out) {
+  const int64_t block_stride = pairs * LANES * 2, full = n / LANES;
+  int64_t configured_rows = 0, configured_width = 0;
+  for (int64_t first = begin, count; first < end; first += count) {
+    const int64_t width = first == full ? n % LANES : LANES;
+    count = first == full ? 1 : std::min<int64_t>(2, std::min(end, full) - first);
+    for (int64_t r = 0; r < m; r += TILE_ROWS) {
+      const int64_t rows_here = std::min(TILE_ROWS, m - r);
+      if (rows_here != configured_rows || width != configured_width)
+        configure_tiles(rows_here, width), configured_rows = rows_here, configured_width = width;
+      const uint16_t* w = weight + first * block_stride;
+      const float* b = bias == nullptr ? nullptr : bias + first * LANES;
+      uint16_t* o = out + r * n + first * LANES;
+      if (count == 2) amx_tile<2>(rows + r * pairs, rows_here, pairs, w, block_stride, width, b, o, n);
+      else amx_tile<1>(rows + r * pairs, rows_here, pairs, w, block_stride, width, b, o, n);
+    }
+  }
+  if (configured_rows) _tile_release();
+}
+
+// The threads split the blocks evenly.
+void amx_multiply(const uint32_t* rows, int64_t m, int64_t pairs, const uint16_t* weight, int64_t n,
+                  const float* bias, uint16_t* out) {
+  at::parallel_for(0, n / LANES + (n % LANES ? 1 : 0), 2, [&](int64_t begin, int64_t end) {
+    amx_blocks(begin, end, rows, m, pairs, weight, n, bias, out);
+  });
+}
+#endif
 
 // The products for CPUs with AVX2 and FMA, float32 and bfloat16: each output element is one
 // float32 sum over k = 0, 1, ... in turn, a fused multiply-add each, then the bias (and, in
@@ -348,6 +476,20 @@ Tensor pack(const Tensor& weight) {
   return packed;
 }
 
+// The instructions that multiply a bfloat16 (else float32) weight here: "AMX" (bfloat16 only,
+// where the inputs are a multiple of 32), "AVX-512 BF16" (bfloat16 only) or "AVX2" (fused
+// multiply-adds), "" where there are none.
+std::string product_instructions(bool bf16) {
+#ifdef HAS_OWN_PRODUCT
+#ifdef HAS_AMX
+  if (bf16 && amx_ready()) return "AMX";
+#endif
+  if (bf16 && __builtin_cpu_supports("avx512bf16")) return "AVX-512 BF16";
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return "AVX2";
+#endif
+  return "";
+}
+
 // rows [M, K] times the packed weight [N, K / 2, 2] or [N, K, 1], plus bias [N] (any float
 // dtype) -> [M, N], in the weight's dtype, which the rows share.
 Tensor product(const Tensor& rows, const Tensor& packed, const c10::optional<Tensor>& bias) {
@@ -360,16 +502,29 @@ Tensor product(const Tensor& rows, const Tensor& packed, const c10::optional<Ten
               "product: rows ", rows.sizes(), " for a packed weight ", packed.sizes());
   TORCH_CHECK(rows.scalar_type() == packed.scalar_type(), "product: ", rows.scalar_type(), " rows for a ",
               packed.scalar_type(), " weight");
-  const bool dpbf16 = bf16 && __builtin_cpu_supports("avx512bf16");
-  TORCH_CHECK(dpbf16 || (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")),
-              "product: this CPU has neither AVX-512 BF16 nor AVX2 and FMA for a ", packed.scalar_type(), " weight");
+  const std::string instructions = product_instructions(bf16);
+  TORCH_CHECK(!instructions.empty(), "product: this CPU has neither AVX-512 BF16 nor AVX2 and FMA for a ",
+              packed.scalar_type(), " weight");
+#ifdef HAS_AMX
+  const bool amx = instructions == "AMX" && packed.size(1) % TILE_PAIRS == 0;
+#else
+  const bool amx = false;
+#endif
+  const bool dpbf16 = bf16 && !amx && __builtin_cpu_supports("avx512bf16");
   const auto x = rows.contiguous();
   const int64_t m = x.size(0), n = packed.size(0);
   auto out = at::empty({m, n}, x.options());
   Tensor b;
   if (bias.has_value() && bias->defined()) b = bias->to(at::kFloat).contiguous();
   const float* bias_data = b.defined() ? b.data_ptr<float>() : nullptr;
-  const Tensor widened = bf16 && !dpbf16 ? x.to(at::kFloat) : Tensor();  // the FMA product's float32 rows
+  const Tensor widened = bf16 && !amx && !dpbf16 ? x.to(at::kFloat) : Tensor();  // the FMA product's float32 rows
+#ifdef HAS_AMX
+  if (amx)
+    amx_multiply(reinterpret_cast<const uint32_t*>(x.data_ptr()), m, packed.size(1),
+                 reinterpret_cast<const uint16_t*>(packed.data_ptr()), n, bias_data,
+                 reinterpret_cast<uint16_t*>(out.data_ptr()));
+  else
+#endif
   if (dpbf16)
     multiply(reinterpret_cast<const uint32_t*>(x.data_ptr()), m, packed.size(1),
              reinterpret_cast<const uint16_t*>(packed.data_ptr()), n, bias_data,
