@@ -9,8 +9,9 @@ from eagle3 import native
 from eagle3.invariant import ANY_ROWS, PrepackedLinear, make_row_invariant, onednn_packs, prepack_linears
 from eagle3.native import cpu_flags, layer_ops
 
-# This CPU's instructions multiply both dtypes where it has AVX2 and FMA (bfloat16 with
-# vdpbf16ps where it has AVX-512 BF16, else by fused multiply-adds on the widened weights).
+# This CPU's instructions multiply both dtypes where it has AVX2 and FMA (bfloat16 by AMX's
+# tiles where it has AMX, by vdpbf16ps where it has AVX-512 BF16, else by fused multiply-adds
+# on the widened weights).
 DTYPES = [torch.bfloat16, torch.float32] if {"avx2", "fma"} <= cpu_flags() else []
 pytestmark = pytest.mark.skipif(layer_ops() is None or not DTYPES,
                                 reason="needs the C++ build (a C++ compiler and ninja) and a CPU with AVX2 and FMA")

@@ -38,18 +38,27 @@ constexpr int64_t LANES = 16;  // columns of a block: float32 lanes of one vecto
 constexpr int64_t BLOCKS = 4;  // blocks a tile sums at once, four independent running sums a row
 constexpr int64_t CHUNK_ROWS = 64;  // rows of a float32 product that pass over its weight together
 
-// A weight's n columns as blocks of LANES: the threads split the blocks evenly, and each goes
-// through its own in groups of up to `group` full blocks, visit(first block, count), the
-// partial last block alone as count 0.
+// A weight's n columns as blocks of LANES, blocks [begin, end) of them in groups of up to
+// `group` full blocks: visit(first block, count), the partial last block alone as count 0.
+template <typename Visit>
+void in_groups(int64_t n, int64_t group, int64_t begin, int64_t end, const Visit& visit) {
+  const int64_t full = n / LANES;
+  for (int64_t first = begin, count; first < end; first += count) {
+    count = first == full ? 1 : std::min({group, end - first, full - first});
+    visit(first, first == full ? 0 : count);
+  }
+}
+
+// The threads split the blocks evenly: each calls work(begin, end) on its share.
+template <typename Work>
+void over_block_ranges(int64_t n, const Work& work) {
+  at::parallel_for(0, (n + LANES - 1) / LANES, BLOCKS, work);
+}
+
+// Each thread goes through its share of the blocks in_groups.
 template <typename Visit>
 void over_blocks(int64_t n, int64_t group, const Visit& visit) {
-  const int64_t full = n / LANES, tail = n % LANES;
-  at::parallel_for(0, full + (tail ? 1 : 0), BLOCKS, [&](int64_t begin, int64_t end) {
-    for (int64_t first = begin, count; first < end; first += count) {
-      count = first == full ? 1 : std::min({group, end - first, full - first});
-      visit(first, first == full ? 0 : count);
-    }
-  });
+  over_block_ranges(n, [&](int64_t begin, int64_t end) { in_groups(n, group, begin, end, visit); });
 }
 
 // Rows [0, m) in tiles: fours while eight or more remain, then the last four to seven (or all
@@ -260,11 +269,10 @@ AMX_TARGET void amx_tile(const uint32_t* rows, int64_t r, int64_t pairs, const u
 // configure their own).
 AMX_TARGET void amx_blocks(int64_t begin, int64_t end, const uint32_t* rows, int64_t m, int64_t pairs,
                            const uint16_t* weight, int64_t n, const float* bias, uint16_t* out) {
-  const int64_t block_stride = pairs * LANES * 2, full = n / LANES;
+  const int64_t block_stride = pairs * LANES * 2;
   int64_t configured_rows = 0, configured_width = 0;
-  for (int64_t first = begin, count; first < end; first += count) {
-    const int64_t width = first == full ? n % LANES : LANES;
-    count = first == full ? 1 : std::min<int64_t>(2, std::min(end, full) - first);
+  in_groups(n, 2, begin, end, [&](int64_t first, int64_t count) {
+    const int64_t width = count ? LANES : n % LANES;
     for (int64_t r = 0; r < m; r += TILE_ROWS) {
       const int64_t rows_here = std::min(TILE_ROWS, m - r);
       if (rows_here != configured_rows || width != configured_width)
@@ -275,16 +283,14 @@ AMX_TARGET void amx_blocks(int64_t begin, int64_t end, const uint32_t* rows, int
       if (count == 2) amx_tile<2>(rows + r * pairs, rows_here, pairs, w, block_stride, width, b, o, n);
       else amx_tile<1>(rows + r * pairs, rows_here, pairs, w, block_stride, width, b, o, n);
     }
-  }
+  });
   if (configured_rows) _tile_release();
 }
 
-// The threads split the blocks evenly.
+// The threads split the blocks evenly, each on tiles of its own.
 void amx_multiply(const uint32_t* rows, int64_t m, int64_t pairs, const uint16_t* weight, int64_t n,
                   const float* bias, uint16_t* out) {
-  at::parallel_for(0, n / LANES + (n % LANES ? 1 : 0), 2, [&](int64_t begin, int64_t end) {
-    amx_blocks(begin, end, rows, m, pairs, weight, n, bias, out);
-  });
+  over_block_ranges(n, [&](int64_t begin, int64_t end) { amx_blocks(begin, end, rows, m, pairs, weight, n, bias, out); });
 }
 #endif
 
@@ -476,18 +482,36 @@ Tensor pack(const Tensor& weight) {
   return packed;
 }
 
-// The instructions that multiply a bfloat16 (else float32) weight here: "AMX" (bfloat16 only,
-// where the inputs are a multiple of 32), "AVX-512 BF16" (bfloat16 only) or "AVX2" (fused
+namespace {
+// The kernels above, one per instruction set.
+enum class Kernel { NONE, FMA, DPBF16, AMX };
+
+// The kernel that multiplies a bfloat16 (else float32) weight here, whose inputs come in
+// `words` 32-bit words a row: AMX's tiles take bfloat16 weights of whole tiles of inputs,
+// vdpbf16ps the other bfloat16 ones, fused multiply-adds the rest (and every weight on a CPU
+// with AVX2 and FMA alone).
+Kernel kernel_for(bool bf16, int64_t words) {
+#ifdef HAS_AMX
+  if (bf16 && words % TILE_PAIRS == 0 && amx_ready()) return Kernel::AMX;
+#endif
+#ifdef HAS_OWN_PRODUCT
+  if (bf16 && __builtin_cpu_supports("avx512bf16")) return Kernel::DPBF16;
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return Kernel::FMA;
+#endif
+  return Kernel::NONE;
+}
+}  // namespace
+
+// The instructions that multiply a bfloat16 (else float32) weight here, whose inputs are a
+// multiple of 32 (every Llama and Qwen model's): "AMX", "AVX-512 BF16" or "AVX2" (fused
 // multiply-adds), "" where there are none.
 std::string product_instructions(bool bf16) {
-#ifdef HAS_OWN_PRODUCT
-#ifdef HAS_AMX
-  if (bf16 && amx_ready()) return "AMX";
-#endif
-  if (bf16 && __builtin_cpu_supports("avx512bf16")) return "AVX-512 BF16";
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return "AVX2";
-#endif
-  return "";
+  switch (kernel_for(bf16, 0)) {
+    case Kernel::AMX: return "AMX";
+    case Kernel::DPBF16: return "AVX-512 BF16";
+    case Kernel::FMA: return "AVX2";
+    default: return "";
+  }
 }
 
 // rows [M, K] times the packed weight [N, K / 2, 2] or [N, K, 1], plus bias [N] (any float
@@ -502,39 +526,29 @@ Tensor product(const Tensor& rows, const Tensor& packed, const c10::optional<Ten
               "product: rows ", rows.sizes(), " for a packed weight ", packed.sizes());
   TORCH_CHECK(rows.scalar_type() == packed.scalar_type(), "product: ", rows.scalar_type(), " rows for a ",
               packed.scalar_type(), " weight");
-  const std::string instructions = product_instructions(bf16);
-  TORCH_CHECK(!instructions.empty(), "product: this CPU has neither AVX-512 BF16 nor AVX2 and FMA for a ",
+  const Kernel kernel = kernel_for(bf16, packed.size(1));
+  TORCH_CHECK(kernel != Kernel::NONE, "product: this CPU has neither AVX-512 BF16 nor AVX2 and FMA for a ",
               packed.scalar_type(), " weight");
-#ifdef HAS_AMX
-  const bool amx = instructions == "AMX" && packed.size(1) % TILE_PAIRS == 0;
-#else
-  const bool amx = false;
-#endif
-  const bool dpbf16 = bf16 && !amx && __builtin_cpu_supports("avx512bf16");
   const auto x = rows.contiguous();
   const int64_t m = x.size(0), n = packed.size(0);
   auto out = at::empty({m, n}, x.options());
   Tensor b;
   if (bias.has_value() && bias->defined()) b = bias->to(at::kFloat).contiguous();
   const float* bias_data = b.defined() ? b.data_ptr<float>() : nullptr;
-  const Tensor widened = bf16 && !amx && !dpbf16 ? x.to(at::kFloat) : Tensor();  // the FMA product's float32 rows
-#ifdef HAS_AMX
-  if (amx)
-    amx_multiply(reinterpret_cast<const uint32_t*>(x.data_ptr()), m, packed.size(1),
-                 reinterpret_cast<const uint16_t*>(packed.data_ptr()), n, bias_data,
-                 reinterpret_cast<uint16_t*>(out.data_ptr()));
-  else
-#endif
-  if (dpbf16)
-    multiply(reinterpret_cast<const uint32_t*>(x.data_ptr()), m, packed.size(1),
-             reinterpret_cast<const uint16_t*>(packed.data_ptr()), n, bias_data,
-             reinterpret_cast<uint16_t*>(out.data_ptr()));
-  else if (bf16)
-    fma_multiply(widened.data_ptr<float>(), m, rows.size(1),
-                 reinterpret_cast<const uint16_t*>(packed.data_ptr()), n, bias_data,
-                 reinterpret_cast<uint16_t*>(out.data_ptr()));
-  else
+  const auto* pairs = reinterpret_cast<const uint32_t*>(x.data_ptr());  // bfloat16 rows as 32-bit words
+  const auto* weight = reinterpret_cast<const uint16_t*>(packed.data_ptr());
+  auto* halves = reinterpret_cast<uint16_t*>(out.data_ptr());
+  if (!bf16) {
     fma_multiply(x.data_ptr<float>(), m, packed.size(1), packed.data_ptr<float>(), n, bias_data, out.data_ptr<float>());
+  } else if (kernel == Kernel::FMA) {  // on the rows widened to float32 once
+    fma_multiply(x.to(at::kFloat).data_ptr<float>(), m, rows.size(1), weight, n, bias_data, halves);
+  } else if (kernel == Kernel::DPBF16) {
+    multiply(pairs, m, packed.size(1), weight, n, bias_data, halves);
+  } else {
+#ifdef HAS_AMX
+    amx_multiply(pairs, m, packed.size(1), weight, n, bias_data, halves);
+#endif
+  }
   return out;
 #endif
 }
