@@ -52,6 +52,31 @@ def test_a_row_gets_the_bits_of_its_kept_keys_alone():
             assert torch.equal(alone[0, 0], together[b, i])
 
 
+@pytest.mark.parametrize("shape", ["tree", "causal"])
+def test_rows_over_many_keys_get_the_bits_of_their_keys_alone(shape):
+    """Rows that keep the same first keys, over several of the kernel's blocks of keys: a
+    tree's nodes after a context, and a prompt's causal rows. Each row equals its query alone
+    over its keys."""
+    generator = torch.Generator().manual_seed(6)
+    context, nodes = 150, 21
+    query, key, value = random_inputs(generator, batch=1, queries=nodes, length=context + nodes)
+    keep = torch.zeros(1, 1, nodes, context + nodes, dtype=torch.bool)
+    if shape == "tree":  # node i's parent is an earlier node (or the context's last token)
+        keep[..., :context] = True
+        for i in range(nodes):
+            parent = int(torch.randint(-1, i, (), generator=generator)) if i else -1
+            if parent >= 0:
+                keep[0, 0, i] = keep[0, 0, parent]
+            keep[0, 0, i, context + i] = True
+    else:
+        keep[0, 0] = torch.ones(nodes, context + nodes, dtype=torch.bool).tril(context)
+    together = attention(query, key, value, keep)
+    for i in range(nodes):
+        kept = keep[0, 0, i].nonzero()[:, 0]
+        alone = attention(query[:, :, i:i + 1], key[:, :, kept], value[:, :, kept])
+        assert torch.equal(alone[0, 0], together[0, i]), i
+
+
 def test_a_keep_mask_gives_the_additive_masks_bits():
     """A bool mask (True: kept), as the decoders pass it (eagle3.masks), is the additive one."""
     generator = torch.Generator().manual_seed(3)
