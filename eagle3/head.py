@@ -195,9 +195,10 @@ class Eagle3Attention(nn.Module):
         """x [B, n, 2H]; mask [B or 1, 1, n, kv], bool (True: attend) or additive, or None
         (causal, no cache)."""
         batch, n, _ = x.shape
-        q = self.q_proj(x).view(batch, n, -1, self.head_dim).transpose(1, 2)
-        k = self.k_proj(x).view(batch, n, -1, self.head_dim).transpose(1, 2)
-        v = self.v_proj(x).view(batch, n, -1, self.head_dim).transpose(1, 2)
+        # The head counts named, not inferred: a training step may run no anchors at all (n = 0).
+        q = self.q_proj(x).view(batch, n, self.num_heads, self.head_dim).transpose(1, 2)
+        k = self.k_proj(x).view(batch, n, self.num_kv_heads, self.head_dim).transpose(1, 2)
+        v = self.v_proj(x).view(batch, n, self.num_kv_heads, self.head_dim).transpose(1, 2)
         q, k = apply_rotary_pos_emb(q, k, cos, sin)
         if isinstance(cache, UnrolledKV):
             out = cache.attend(q, k, v)
@@ -205,20 +206,27 @@ class Eagle3Attention(nn.Module):
             if cache is not None:  # a draft cache may store another dtype (Eagle3Head.draft_cache)
                 k, v = (states.to(q.dtype) for states in cache.update(k, v))
             out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=mask is None, enable_gqa=True)
-        return self.o_proj(out.transpose(1, 2).reshape(batch, n, -1))
+        return self.o_proj(out.transpose(1, 2).reshape(batch, n, self.num_heads * self.head_dim))
 
 
 class UnrolledKV:
     """Attention for the training-time test, where step i of the unroll at anchor t sees the
     step-0 keys causally (positions <= t) plus the keys of steps 1..i at the same anchor,
-    exactly what a depth-i tree node sees at inference. Costs T^2 + i*T, not (i+1)*T^2."""
+    exactly what a depth-i tree node sees at inference. Costs T^2 + i*T, not (i+1)*T^2.
+
+    A step may run some anchors only: set `anchors` [B, T] (bool) before it, and its inputs
+    come packed, one row [1, N, ..] of those N anchors in row-major order. Each step's anchors
+    must be among the previous step's, so that every anchor finds its own chain's keys."""
 
     def __init__(self):
         self.keys: list[torch.Tensor] = []
         self.values: list[torch.Tensor] = []
+        self.anchors: torch.Tensor | None = None  # [B, T] bool: the anchors this step runs; None: all, unpacked
 
     def attend(self, q, k, v):
-        """q [B, h, T, d], k / v [B, kv_h, T, d] of the current step -> [B, h, T, d]."""
+        """q [B, h, T, d], k / v [B, kv_h, T, d] of the current step -> [B, h, T, d]; with
+        `anchors`, q / k / v [1, h or kv_h, N, d] -> [1, h, N, d]."""
+        q, k, v = (self.unpacked(x) for x in (q, k, v))
         groups = q.shape[1] // k.shape[1]
         self.keys.append(k.repeat_interleave(groups, dim=1))
         self.values.append(v.repeat_interleave(groups, dim=1))
@@ -230,7 +238,19 @@ class UnrolledKV:
         out = weights[..., :length] @ self.values[0]
         for step, value in enumerate(self.values[1:]):
             out = out + weights[..., length + step : length + step + 1] * value
-        return out
+        return self.packed(out)
+
+    def unpacked(self, x: torch.Tensor) -> torch.Tensor:
+        """[1, h, N, d] of the anchors -> [B, h, T, d], zero at the anchors that do not run
+        (their rows are computed and dropped: the attention is a small part of a step)."""
+        if self.anchors is None:
+            return x
+        dense = x.new_zeros(*self.anchors.shape, x.shape[1], x.shape[3])
+        return dense.index_put((self.anchors,), x[0].transpose(0, 1)).transpose(1, 2)
+
+    def packed(self, x: torch.Tensor) -> torch.Tensor:
+        """[B, h, T, d] -> [1, h, N, d] of the anchors."""
+        return x if self.anchors is None else x.transpose(1, 2)[self.anchors].transpose(0, 1)[None]
 
 
 class Eagle3DecoderLayer(nn.Module):

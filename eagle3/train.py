@@ -20,6 +20,7 @@ rate itself (`lk-alpha`, `lk-lambda`; below); the total weighs step i by decay^i
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import math
 import os
@@ -135,16 +136,23 @@ class TTTLoss(torch.nn.Module):
         the loss of the whole batch.
         """
         head = self.head
-        positions = torch.arange(input_ids.shape[1], device=input_ids.device)[None]
-        hidden, kv = head.project(features), UnrolledKV()
+        positions = torch.arange(input_ids.shape[1], device=input_ids.device)[None].expand_as(input_ids)
+        learned = [(shift(loss_mask, 2 + i) > 0) & shift(teacher.in_draft_vocab, 1 + i, fill=False)
+                   for i in range(self.steps)]
+        # Step i > 0 runs the anchors where it or a later step learns: an anchor's chain feeds only
+        # its own later steps. Step 0 runs them all: its keys are every later step's context.
+        runs = list(itertools.accumulate(reversed(learned), torch.logical_or))[::-1]
+        runs[0] = torch.ones_like(runs[0])
+        hidden, ran, kv = head.project(features).flatten(0, 1), runs[0], UnrolledKV()  # hidden [N, H] of `ran`
         total, losses, accuracies, acceptances = 0.0, [], [], []
         for i in range(self.steps):
-            hidden = head(hidden, shift(input_ids, 1 + i), positions + i, None, kv)
-            valid = (shift(loss_mask, 2 + i) > 0) & shift(teacher.in_draft_vocab, 1 + i, fill=False)
-            rows, anchors = valid.nonzero(as_tuple=True)
-            count = valid.sum().float()
+            hidden = hidden[runs[i][ran]]
+            ran = kv.anchors = runs[i]
+            hidden = head(hidden[None], shift(input_ids, 1 + i)[ran][None], (positions + i)[ran][None], None, kv)[0]
+            rows, anchors = learned[i].nonzero(as_tuple=True)
+            count = learned[i].sum().float()
             count = (normalizer(count) if normalizer else count).clamp_min(1)
-            logp = torch.log_softmax(head.logits(hidden[rows, anchors]).float(), dim=-1)  # [M, draft]
+            logp = torch.log_softmax(head.logits(hidden[learned[i][ran]]).float(), dim=-1)  # [M, draft]
             wanted = teacher.probs[rows, anchors + 1 + i]  # [M, draft]
             p = wanted * teacher.mass[rows, anchors + 1 + i, None]
             acceptance = torch.minimum(p, logp.exp()).sum() / count

@@ -231,6 +231,38 @@ def test_online_stats_where_learned_give_the_loss_of_stats_everywhere():
     assert (normalizers == 0).any()  # some positions were skipped
 
 
+def test_unrolled_steps_skip_anchors_that_learn_nothing():
+    """Steps after the first run only the anchors whose chain still reaches a learned token;
+    the loss and its gradients are those of every anchor at every step (computed here as
+    the unpruned unroll: each step over the whole batch, the loss read where learned)."""
+    from eagle3.data import Example
+    from eagle3.train import TTTLoss, Teacher, batch_states, shift
+
+    target = make_target("llama", vocab_size=40, logit_scale=4.0)
+    head = make_head(target, draft_vocab_size=12)
+    examples = [Example(list(range(3, 3 + n)), [0] * prompt + [1] * (n - prompt)) for n, prompt in ((14, 5), (9, 3), (11, 7))]
+    ids, loss_mask, features, hidden, tokens, normalizers = batch_states(target, None, [0, 1, 2], examples, "cpu")
+    teacher = Teacher.from_states(target.lm_head_rows(torch.arange(12) + head.d2t), head.t2d, hidden, tokens, normalizers)
+    steps, decay = 4, 0.8
+
+    pruned = TTTLoss(head, steps, decay)(features, teacher, ids, loss_mask)[0]
+    pruned_grads = torch.autograd.grad(pruned, list(head.parameters()))
+
+    positions, kv, state, dense = torch.arange(ids.shape[1])[None], UnrolledKV(), head.project(features), 0.0
+    for i in range(steps):
+        state = head(state, shift(ids, 1 + i), positions + i, None, kv)
+        rows, anchors = ((shift(loss_mask, 2 + i) > 0) & shift(teacher.in_draft_vocab, 1 + i, fill=False)).nonzero(as_tuple=True)
+        logp = torch.log_softmax(head.logits(state[rows, anchors]).float(), -1)
+        dense = dense + decay**i * -(teacher.probs[rows, anchors + 1 + i] * logp).sum() / max(len(rows), 1)
+    dense_grads = torch.autograd.grad(dense, list(head.parameters()))
+
+    torch.testing.assert_close(pruned, dense, rtol=1e-5, atol=1e-6)
+    for a, b in zip(pruned_grads, dense_grads):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-6)
+    learned_last = (shift(loss_mask, 2 + steps - 1) > 0) & shift(teacher.in_draft_vocab, steps, fill=False)
+    assert learned_last.sum() < loss_mask.numel() // 2  # the last step runs far fewer anchors than the batch has
+
+
 def test_teacher_over_draft_rows_equals_full_logits():
     from eagle3.train import Teacher
 
