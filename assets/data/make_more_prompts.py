@@ -28,7 +28,6 @@ import argparse
 import ast
 import gzip
 import json
-import os
 import random
 import re
 import sys
@@ -182,18 +181,10 @@ def evaluation_runs() -> set[str]:
     return runs
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, default=HERE / "train_prompts_more.jsonl.gz")
-    parser.add_argument("--templates", type=int, default=2400, help="most new template prompts per category")
-    parser.add_argument("--pydoc", type=int, default=14000, help="prompts built on standard-library docstrings")
-    args = parser.parse_args()
-    rng = random.Random(1)
-    with open(HERE / "train_prompts.jsonl", encoding="utf-8") as f:
-        first = [json.loads(line) for line in f if line.strip()]
-    seen = {t["value"] for r in first for t in r["conversations"] if t["from"] == "human"}
-    prompts = [("templates", *p) for p in template_prompts(rng, args.templates, seen)]
-    prompts += [("pydoc", *p) for p in pydoc_prompts(rng, args.pydoc)]
+def conversations(prompts: list[tuple[str, str, str, tuple[str, ...]]], rng: random.Random) -> tuple[list[dict], Counter]:
+    """(source, category, text, tags) prompts as shuffled records in the ShareGPT shape with
+    empty assistant turns, a tenth with a follow-up turn; those sharing eight words in a row
+    with an evaluation set are dropped (the count per source is returned)."""
     held_out = evaluation_runs()
     records, dropped = [], Counter()
     for source, category, text, tags in prompts:
@@ -206,9 +197,30 @@ def main() -> None:
         conversation = [m for t in turns for m in ({"from": "human", "value": t}, {"from": "gpt", "value": ""})]
         records.append({"category": category, "source": source, "conversations": conversation})
     rng.shuffle(records)
-    with gzip.open(args.out, "wt", encoding="utf-8", compresslevel=9) as f:
+    return records, dropped
+
+
+def write_records(path: Path, records: list[dict], prefix: str) -> None:
+    """Records as gzipped JSON lines, with ids PREFIX-00001, ... in file order."""
+    with gzip.open(path, "wt", encoding="utf-8", compresslevel=9) as f:
         for i, record in enumerate(records, start=1):
-            f.write(json.dumps({"id": f"more-{i:05d}", **record}, ensure_ascii=False) + "\n")
+            f.write(json.dumps({"id": f"{prefix}-{i:05d}", **record}, ensure_ascii=False) + "\n")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=HERE / "train_prompts_more.jsonl.gz")
+    parser.add_argument("--templates", type=int, default=2400, help="most new template prompts per category")
+    parser.add_argument("--pydoc", type=int, default=14000, help="prompts built on standard-library docstrings")
+    args = parser.parse_args()
+    rng = random.Random(1)
+    with open(HERE / "train_prompts.jsonl", encoding="utf-8") as f:
+        first = [json.loads(line) for line in f if line.strip()]
+    seen = {t["value"] for r in first for t in r["conversations"] if t["from"] == "human"}
+    prompts = [("templates", *p) for p in template_prompts(rng, args.templates, seen)]
+    prompts += [("pydoc", *p) for p in pydoc_prompts(rng, args.pydoc)]
+    records, dropped = conversations(prompts, rng)
+    write_records(args.out, records, "more")
     print(f"wrote {len(records)} records to {args.out} (dropped for eight words shared with an evaluation set: "
           f"{dict(dropped)})")
     by = Counter((r["source"], r["category"]) for r in records)

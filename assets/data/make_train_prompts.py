@@ -1638,7 +1638,7 @@ def add_typos(text: str, rng: random.Random, rate: float = 0.07) -> str:
         elif post.startswith(",") and rng.random() < 0.25:
             tokens[j] = pre + core + post[1:]
     out = "".join(tokens)
-    if out == text:  # always leave something to fix
+    if out == text and rate < 1:  # always leave something to fix, where a word can take a typo
         return add_typos(text, rng, rate * 2)
     return out
 
