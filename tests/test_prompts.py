@@ -1,5 +1,8 @@
 """Prompt sets: the shipped chat set, named public sets, chat rendering and the context limit."""
 
+import gzip
+import json
+
 import pytest
 
 from eagle3.prompts import PromptRecord, fit_chat, prompt_ids, read_prompts
@@ -60,3 +63,33 @@ def test_the_oldest_turns_are_dropped_to_fit_the_context(chat_tokenizer):
     assert dropped == 1 and chat_tokenizer.decode(kept) == "<user>second<eos><assistant>reply<eos><user>third<eos><assistant>"
     with pytest.raises(ValueError, match="the message is .* tokens with the chat template; the context leaves room for 3"):
         fit_chat(chat_tokenizer, history, "third", budget=3)
+
+
+TRAINING_PROMPTS = ["assets/data/train_prompts.jsonl", "assets/data/train_prompts_more.jsonl.gz",
+                    "assets/data/train_prompts_wordnet.jsonl.gz"]
+
+
+def eight_word_runs(text: str) -> set[str]:
+    words = text.lower().split()
+    return {" ".join(words[i : i + 8]) for i in range(len(words) - 7)}
+
+
+def test_no_training_prompt_shares_eight_words_in_a_row_with_an_evaluation_set():
+    """The heads' held-out figures hold only if no training turn near-copies an evaluation
+    prompt (the check assets/data's scripts apply when they write the files)."""
+    held_out = set()
+    for source in ("assets/prompts/chat.jsonl", "mtbench", "humaneval"):
+        try:
+            records = read_prompts(source)
+        except FileNotFoundError as error:  # .ci/run installs both; elsewhere the message says how
+            pytest.skip(str(error))
+        for record in records:
+            for turn in record.turns or [record.text]:
+                held_out |= eight_word_runs(turn)
+    for path in TRAINING_PROMPTS:
+        with (gzip.open if path.endswith(".gz") else open)(path, "rt", encoding="utf-8") as f:
+            records = [json.loads(line) for line in f if line.strip()]
+        assert len(records) >= 4000, path
+        shared = [r["id"] for r in records for turn in r["conversations"]
+                  if turn["from"] == "human" and eight_word_runs(turn["value"]) & held_out]
+        assert not shared, f"{path}: {shared[:5]}"

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The target's replies to the training prompts, in parts of 1024 conversations written to
 # committed folders as they come: assets/data/train_prompts_more.jsonl.gz into
-# assets/data/replies_more/, then assets/data/train_prompts.jsonl into assets/data/replies_first/.
+# assets/data/replies_more/, then assets/data/train_prompts.jsonl into assets/data/replies_first/,
+# then assets/data/train_prompts_wordnet.jsonl.gz into assets/data/replies_wordnet/ (the data
+# after the 40k stage: docs/pipeline/reply_parts.sh lists its parts only once that stage is done).
 # Resumable: a rerun skips the parts already there. One process per part, so that each
 # part starts from a fresh heap. Run it in the background:
 #   nohup docs/pipeline/replies_more.sh > runs/more/replies.log 2>&1 &
@@ -21,3 +23,4 @@ replies() {  # DATA PARTS RECORDS WORK
 }
 replies assets/data/train_prompts_more.jsonl.gz assets/data/replies_more 37784 more/replies
 replies assets/data/train_prompts.jsonl assets/data/replies_first 4370 first/replies
+replies assets/data/train_prompts_wordnet.jsonl.gz assets/data/replies_wordnet 10000 wordnet/replies
