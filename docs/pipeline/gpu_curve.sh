@@ -14,6 +14,10 @@
 # so). With BENCH=1 each head is then measured (EAGLE-3 and hybrid, MT-bench then the chat set)
 # until ALL_SECONDS from the start; on the H200 that took 35 to 50 s a prompt beside the training
 # runs, so measure the heads on a CPU instead (docs/pipeline/stage.sh NAME measure HEAD).
+# With CONTINUE=1 each run instead goes on with the CPU's stage of that name
+# (checkpoints/scaling/NAME, as docs/pipeline/stage.sh trains it: batch 8, lr 8e-4, 2 passes)
+# from its committed head at the step its work/progress.json gives, the optimiser anew, to that
+# stage's end: e.g. CONTINUE=1 RUNS=40k-lk-lambda+eagle31 docs/pipeline/gpu_curve.sh OUT mtbench.
 # PASSES, BATCH, LR, MAX_STEPS, PROMPTS_PER_CATEGORY and BENCH_ARGS (more eagle3.bench
 # arguments) override the defaults; a smoke test on a CPU:
 #   RUNS="10k 10k-eagle31" MAX_STEPS=2 BATCH=2 BENCH=1 PROMPTS_PER_CATEGORY=1 \
@@ -37,11 +41,18 @@ run() {  # NAME: train, then (BENCH=1) measure
   [ "$stage" = "$name" ] || recipe=${name#*-}
   local count=${PARTS[$stage]:?unknown stage $stage} extra
   extra=$(recipe_args "$recipe") || return
+  local from=() batch=${BATCH:-32} lr=${LR:-1e-3}
+  if [ "${CONTINUE:-0}" = 1 ]; then
+    local committed=checkpoints/scaling/$name
+    from=(--init "$committed/head" --start-step "$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["step"])' \
+      "$committed/work/progress.json")") || return
+    batch=${BATCH:-8} lr=${LR:-8e-4}
+  fi
   mkdir -p "$dir/work"
   # shellcheck disable=SC2086  # extra is a list of arguments
   timeout --signal=INT "$train_seconds" python3 -m eagle3.train --target checkpoints/smollm2 \
-    --data "${parts[@]:0:$count}" --out "$dir/head" --work "$dir/work" "${HEAD_ARGS[@]}" \
-    --epochs "${PASSES:-2}" --batch-size "${BATCH:-32}" --lr "${LR:-1e-3}" --save-every 50 \
+    --data "${parts[@]:0:$count}" --out "$dir/head" --work "$dir/work" "${from[@]}" "${HEAD_ARGS[@]}" \
+    --epochs "${PASSES:-2}" --batch-size "$batch" --lr "$lr" --save-every 50 \
     ${MAX_STEPS:+--max-steps $MAX_STEPS} $extra > "$dir/train.log" 2>&1
   local status=$?
   [ $status -eq 0 ] || echo "training exited with $status at $(date -u +%T)" > "$dir/stopped"
