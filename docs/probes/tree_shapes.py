@@ -44,8 +44,8 @@ BEYOND = 16  # greedy tokens after the output's last (the budget's or EOS), whic
 
 def continuations(target, head, records, tree: TreeConfig) -> list[dict]:
     """Per prompt: its ids, the greedy continuation (the output, then BEYOND tokens more), the
-    target's features [n, 3H] along prompt + continuation, and the real decode's accepted drafts per round with `head` and
-    `tree` and the preset's drafter (the replay's check)."""
+    target's features [n, 3H] along prompt + continuation, and the accepted drafts per round of
+    the real decode with `head`, `tree` and the preset's drafter (the replay's check)."""
     found = []
     for record in tqdm(records, desc="continuations", unit="prompt"):
         ids = prompt_ids(record, target.tokenizer, chat=True)
