@@ -53,7 +53,8 @@ def continuations(target, head, records, tree: TreeConfig) -> list[dict]:
                               GenerationConfig(max_new_tokens=MAX_NEW_TOKENS)))
         # A round at the budget or at EOS may accept drafts past them, which the output then
         # cuts; the oracle needs them too.
-        beyond = collect(decode(target, ids + real.output_ids, None, GenerationConfig(max_new_tokens=BEYOND))).output_ids
+        after = decode(target, ids + real.output_ids, None, GenerationConfig(max_new_tokens=BEYOND))
+        beyond = collect(after).output_ids
         sequence = ids + real.output_ids + beyond
         cache = target.new_cache(len(sequence))
         with torch.inference_mode():
@@ -72,7 +73,8 @@ def oracle_verdict(tree: DraftTree, sequence: list[int], root_at: int) -> tuple[
     for node in range(len(tree)):
         parent = tree.parents[node]
         position = root_at + tree.depths[node]
-        on_path = parent < 0 or (at[parent] >= 0 and position < len(sequence) and tree.tokens[node] == sequence[position])
+        spelled = position < len(sequence) and tree.tokens[node] == sequence[position]
+        on_path = parent < 0 or (at[parent] >= 0 and spelled)
         if on_path:
             at[node] = position
             verdict[node] = sequence[position + 1] if position + 1 < len(sequence) else -1
