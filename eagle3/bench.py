@@ -32,7 +32,7 @@ from tqdm import tqdm
 
 from eagle3.adaptive import AdaptiveDepth, scaled_tree
 from eagle3.batch import batch_drafter
-from eagle3.checkpoint import ROOT, load_head
+from eagle3.checkpoint import ROOT, load_head, shown_path
 from eagle3.compiled import compile_decoding
 from eagle3.budget import NodeBudget, node_budget as budget_for
 from eagle3.decoder_layer import forward_kind
@@ -504,7 +504,7 @@ def main(argv=None) -> int:
     except (ValueError, FileNotFoundError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    report.setdefault("settings", {}).update(target=args.target, draft=pair.draft, prompts=args.prompts, chat=chat)
+    report.setdefault("settings", {}).update(target=shown_path(args.target), draft=pair.draft and shown_path(pair.draft), prompts=shown_path(args.prompts), chat=chat)
     if "summary" in report:
         print_table(report)
     print_extras(report)

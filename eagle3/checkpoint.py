@@ -33,6 +33,13 @@ def project_root() -> str:
 
 
 ROOT = project_root()
+
+
+def shown_path(path: str) -> str:
+    """`path` relative to the project root where it lies inside it (a report names
+    checkpoints/smollm2, not this machine's folders); any other path or hub id as given."""
+    inside = os.path.relpath(os.path.abspath(path), ROOT)
+    return inside if os.path.exists(path) and not inside.startswith("..") else path
 EMBEDDED_TARGET = os.path.join(ROOT, "checkpoints", "target")  # the pair the project trains and ships
 EMBEDDED_HEAD = os.path.join(ROOT, "checkpoints", "head")
 CONFIG_NAME, SAFETENSORS_NAME, BIN_NAME = "config.json", "model.safetensors", "pytorch_model.bin"

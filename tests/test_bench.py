@@ -9,7 +9,7 @@ import pytest
 from eagle3 import GenerationConfig, HeadDrafter, TreeConfig, collect, decode, load_head, load_target
 from eagle3.bench import main as bench_main
 from eagle3.budget import MEASURED_NODES
-from eagle3.checkpoint import EMBEDDED_HEAD, EMBEDDED_TARGET
+from eagle3.checkpoint import EMBEDDED_HEAD, EMBEDDED_TARGET, ROOT, shown_path
 from eagle3.prompts import read_prompts
 from tests.models import make_target
 
@@ -177,3 +177,12 @@ def test_the_default_pair_is_lossless_and_matches_transformers(default_pair):
         assert spec.output_ids == plain.output_ids == hf_generate(target, ids, config, None)
         taus.append(spec.tau)
     assert sum(taus) / len(taus) > 1.5  # the trained head gets drafts accepted (2.06 here; an untrained one: about 1)
+
+
+def test_reports_name_the_projects_files_relative_to_the_checkout(tmp_path):
+    """A committed report carries no machine's folders: the project's own files are named from
+    the checkout's root; other paths and hub ids stay as given."""
+    assert shown_path(os.path.join(ROOT, "checkpoints", "smollm2")) == os.path.join("checkpoints", "smollm2")
+    assert shown_path(str(tmp_path)) == str(tmp_path)
+    assert shown_path("HuggingFaceTB/SmolLM2-135M-Instruct") == "HuggingFaceTB/SmolLM2-135M-Instruct"
+
