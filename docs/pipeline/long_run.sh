@@ -30,4 +30,8 @@ fi
 [ -n "${TRAIN_ARGS+set}" ] || TRAIN_ARGS=$(recipe_args "$RECIPE") || exit 1
 echo "long run: the 20k and 40k stages keep the options: ${RECIPE:-none} ${TRAIN_ARGS}"
 RECIPE=$RECIPE TRAIN_ARGS=$TRAIN_ARGS docs/pipeline/scaling.sh 20k 40k
+# The data after the 40k stage: the target's replies to the WordNet prompts (the parts not made
+# yet; each is committed as it comes), then one pass over all the data from the 40k head.
+docs/pipeline/replies_more.sh
+RECIPE=$RECIPE TRAIN_ARGS=$TRAIN_ARGS docs/pipeline/scaling.sh 50k
 PYTHONPATH=. python3 docs/pipeline/scaling_report.py

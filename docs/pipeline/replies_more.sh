@@ -3,7 +3,7 @@
 # committed folders as they come: assets/data/train_prompts_more.jsonl.gz into
 # assets/data/replies_more/, then assets/data/train_prompts.jsonl into assets/data/replies_first/,
 # then assets/data/train_prompts_wordnet.jsonl.gz into assets/data/replies_wordnet/ (the data
-# after the 40k stage: docs/pipeline/reply_parts.sh lists its parts only once that stage is done).
+# of the 50k stage: docs/pipeline/reply_parts.sh lists its parts after the others).
 # Resumable: a rerun skips the parts already there. One process per part, so that each
 # part starts from a fresh heap. Run it in the background:
 #   nohup docs/pipeline/replies_more.sh > runs/more/replies.log 2>&1 &

@@ -24,8 +24,9 @@ import plotly.graph_objects as go
 
 from eagle3.report import write_png
 
-# Each point's training conversations: the first set's 4,370, then 1,024 a part (scaling.sh).
-POINTS = {"4k": 4370, "10k": 4370 + 6 * 1024, "20k": 4370 + 16 * 1024, "40k": 4370 + 37784}
+# Each point's training conversations: the first set's 4,370, then 1,024 a part (scaling.sh),
+# then the WordNet set's 10,000.
+POINTS = {"4k": 4370, "10k": 4370 + 6 * 1024, "20k": 4370 + 16 * 1024, "40k": 4370 + 37784, "50k": 4370 + 37784 + 10000}
 SETS = {"chat": "chat set (20 prompts)", "mtbench": "MT-bench (32 questions)"}
 
 
@@ -120,9 +121,10 @@ def figure(rows: list[dict]) -> go.Figure:
                 fig.add_trace(go.Scatter(x=[r["conversations"] for r in chosen], y=[r[f"{drafter}_tau"] for r in chosen],
                                          mode="lines+markers", line={"dash": dash},
                                          name=f"{'EAGLE-3' if drafter == 'eagle3' else 'hybrid'}, {label}, recipe: {recipe}"))
+    measured = sorted({r["conversations"] for r in rows})
     fig.update_layout(title="SmolLM2-135M-Instruct's EAGLE-3 head: tau against training conversations",
-                      xaxis={"title": "training conversations", "type": "log", "tickvals": list(POINTS.values()),
-                             "ticktext": [f"{n:,}" for n in POINTS.values()]},
+                      xaxis={"title": "training conversations", "type": "log", "tickvals": measured,
+                             "ticktext": [f"{n:,}" for n in measured]},
                       yaxis={"title": "tau (tokens per round)"}, template="plotly_white",
                       legend={"orientation": "h", "y": -0.2}, width=900, height=620)
     return fig
