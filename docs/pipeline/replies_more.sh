@@ -16,6 +16,7 @@ export PYTHONPATH=.
 replies() {  # DATA PARTS RECORDS WORK
   local parts=$(( ($3 + 1023) / 1024 ))
   for ((i = 1; i <= parts; i++)); do
+    [ -f "$2/part-$(printf %05d $((i - 1))).jsonl.gz" ] && continue  # made already: no need to load the target
     python3 -m eagle3.features --target checkpoints/smollm2 --data "$1" --out "runs/$4" --replies "$2" \
       --regenerate --regenerate-only --dtype bfloat16 --max-new-tokens 192 --batch-size 128 \
       --temperatures 0,0,0,0.7 --chunk-size 1024 --limit $((i * 1024)) || exit 1
