@@ -504,7 +504,8 @@ def main(argv=None) -> int:
     except (ValueError, FileNotFoundError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    report.setdefault("settings", {}).update(target=shown_path(args.target), draft=pair.draft and shown_path(pair.draft), prompts=shown_path(args.prompts), chat=chat)
+    report.setdefault("settings", {}).update(target=shown_path(args.target), draft=pair.draft and shown_path(pair.draft),
+                                             prompts=shown_path(args.prompts), chat=chat)
     if "summary" in report:
         print_table(report)
     print_extras(report)

@@ -33,6 +33,10 @@ def project_root() -> str:
 
 
 ROOT = project_root()
+EMBEDDED_TARGET = os.path.join(ROOT, "checkpoints", "target")  # the pair the project trains and ships
+EMBEDDED_HEAD = os.path.join(ROOT, "checkpoints", "head")
+CONFIG_NAME, SAFETENSORS_NAME, BIN_NAME = "config.json", "model.safetensors", "pytorch_model.bin"
+IGNORED_KEYS = ("midlayer.self_attn.rotary_emb.inv_freq",)
 
 
 def shown_path(path: str) -> str:
@@ -40,10 +44,6 @@ def shown_path(path: str) -> str:
     checkpoints/smollm2, not this machine's folders); any other path or hub id as given."""
     inside = os.path.relpath(os.path.abspath(path), ROOT)
     return inside if os.path.exists(path) and not inside.startswith("..") else path
-EMBEDDED_TARGET = os.path.join(ROOT, "checkpoints", "target")  # the pair the project trains and ships
-EMBEDDED_HEAD = os.path.join(ROOT, "checkpoints", "head")
-CONFIG_NAME, SAFETENSORS_NAME, BIN_NAME = "config.json", "model.safetensors", "pytorch_model.bin"
-IGNORED_KEYS = ("midlayer.self_attn.rotary_emb.inv_freq",)
 
 
 def expected_shapes(config: Eagle3Config) -> dict[str, tuple[int, ...]]:

@@ -185,4 +185,3 @@ def test_reports_name_the_projects_files_relative_to_the_checkout(tmp_path):
     assert shown_path(os.path.join(ROOT, "checkpoints", "smollm2")) == os.path.join("checkpoints", "smollm2")
     assert shown_path(str(tmp_path)) == str(tmp_path)
     assert shown_path("HuggingFaceTB/SmolLM2-135M-Instruct") == "HuggingFaceTB/SmolLM2-135M-Instruct"
-
