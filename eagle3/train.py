@@ -26,7 +26,7 @@ import math
 import os
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 import transformers
@@ -41,8 +41,10 @@ from eagle3.target import DTYPES, Target, bf16_supported, load_target, training_
 from eagle3.training import CsvLog, adamw, autocast, cosine_lr, load_state, save_state, set_lr, written_whole
 
 
-def build_draft_vocab(examples: list[Example], vocab_size: int, draft_vocab_size: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """The draft_vocab_size most frequent learned tokens -> (d2t [draft], t2d [vocab]).
+def build_draft_vocab(examples: list[Example], vocab_size: int, draft_vocab_size: int,
+                      keep: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """The draft_vocab_size most frequent learned tokens -> (d2t [draft], t2d [vocab]); with
+    keep (a t2d [vocab]), its tokens first, then the most frequent others.
 
     Ties and unused slots go to the lowest ids, so the result is deterministic."""
     if not 1 <= draft_vocab_size <= vocab_size:
@@ -51,11 +53,39 @@ def build_draft_vocab(examples: list[Example], vocab_size: int, draft_vocab_size
     for example in examples:
         ids = torch.tensor(example.input_ids)[torch.tensor(example.loss_mask, dtype=torch.bool)]
         counts += torch.bincount(ids, minlength=vocab_size)
-    order = sorted(range(vocab_size), key=lambda t: (-int(counts[t]), t))
+    kept = keep.cpu().tolist() if keep is not None else [False] * vocab_size
+    counts = counts.tolist()
+    order = sorted(range(vocab_size), key=lambda t: (not kept[t], -counts[t], t))
     chosen = torch.tensor(sorted(order[:draft_vocab_size]))
     t2d = torch.zeros(vocab_size, dtype=torch.bool)
     t2d[chosen] = True
     return chosen - torch.arange(draft_vocab_size), t2d
+
+
+def widen_draft_vocab(head: Eagle3Head, target: Target, examples: list[Example], draft_vocab_size: int) -> None:
+    """Give the head a larger draft vocabulary, in place: every token it drafts keeps its
+    row of lm_head, and the most frequent learned tokens it lacks join it (build_draft_vocab).
+    A new token's row is the target's lm_head row carried by the map [H, H] that best carries
+    (least squares) the target's rows of the head's own tokens onto the head's rows, so the
+    head starts by scoring a new token from its state as it scores the tokens it knows."""
+    if draft_vocab_size <= head.config.draft_vocab_size:
+        raise ValueError(f"draft_vocab_size: {draft_vocab_size} is not larger than the head's "
+                         f"{head.config.draft_vocab_size}")
+    device, rows = head.lm_head.weight.device, head.lm_head.weight.detach().float()
+    known = torch.arange(head.config.draft_vocab_size, device=device) + head.d2t
+    d2t, t2d = build_draft_vocab(examples, target.vocab_size, draft_vocab_size, keep=head.t2d)
+    d2t, t2d = d2t.to(device), t2d.to(device)
+    tokens = torch.arange(draft_vocab_size, device=device) + d2t  # sorted, as known is
+    target_rows = target.lm_head_rows(tokens.to(target.device)).float().to(device)
+    carry = torch.linalg.lstsq(target_rows[torch.searchsorted(tokens, known)], rows).solution
+    weight = target_rows @ carry
+    weight[torch.searchsorted(tokens, known)] = rows
+    head.config = replace(head.config, draft_vocab_size=draft_vocab_size)
+    head.lm_head = torch.nn.Linear(head.config.hidden_size, draft_vocab_size, bias=False,
+                                   device=device, dtype=head.lm_head.weight.dtype)
+    with torch.no_grad():
+        head.lm_head.weight.copy_(weight)
+    head.d2t, head.t2d = d2t, t2d
 
 
 def new_head(target: Target, draft_vocab_size: int, seed: int, eagle31: bool = False) -> Eagle3Head:
@@ -243,7 +273,9 @@ def parse_args(argv=None):
                              "--work's progress.json says which) when --work's state.pt is lost, as on a new machine: "
                              "the data order is replayed to the step and the optimiser, whose state is gone, "
                              "starts anew with a warm-up of --warmup steps")
-    parser.add_argument("--draft-vocab-size", type=int, default=None, help="default: min(32000, vocab size)")
+    parser.add_argument("--draft-vocab-size", type=int, default=None,
+                        help="default: min(32000, vocab size), or the --init head's; larger than that "
+                             "head's widens it (eagle3.train.widen_draft_vocab)")
     parser.add_argument("--max-length", type=int, default=512, help="tokens per example")
     parser.add_argument("--batch-size", type=int, default=8, help="examples per step, over all processes")
     parser.add_argument("--epochs", type=float, default=1.0)
@@ -298,8 +330,9 @@ def main(argv=None) -> int:
                     else [e for path in args.data for e in load_examples(path, target.tokenizer, args.max_length)])
         initial = load_head(args.init, target, torch.float32) if args.init else None
         if initial and args.draft_vocab_size not in (None, initial.config.draft_vocab_size):
-            raise ValueError(f"--draft-vocab-size {args.draft_vocab_size} differs from the "
-                             f"{initial.config.draft_vocab_size} of the head in --init {args.init}")
+            # A larger draft vocabulary widens the head (its known rows kept); a smaller one
+            # would drop rows it has learned.
+            widen_draft_vocab(initial, target, examples, args.draft_vocab_size)
         if initial and args.eagle31 and not initial.config.fc_norm:
             raise ValueError(f"--eagle-3.1: the head in --init {args.init} has no EAGLE 3.1 norms; "
                              "train a new head with it, or leave it out")

@@ -11,7 +11,7 @@ from eagle3.data import Example, encode_record, load_examples
 from eagle3.head import UnrolledKV
 from eagle3.kv_cache import KVCache
 from eagle3.masks import layer_mask
-from eagle3.train import build_draft_vocab, main as train_main
+from eagle3.train import build_draft_vocab, main as train_main, widen_draft_vocab
 from tests.models import make_head, make_target
 
 
@@ -138,7 +138,7 @@ def test_trainer_smoke(tmp_path, tokenizer, capsys):
     assert result.stop_reason == "eos" or len(result.output_ids) == 24
 
     # --init goes on from the saved head: same draft vocabulary, a loss where the first run
-    # ended (not where a new head starts), and a clear refusal of another vocabulary size.
+    # ended (not where a new head starts); a larger vocabulary widens it, a smaller one is refused.
     elsewhere = {str(tmp_path / "head"): str(tmp_path / "more"), str(tmp_path / "work"): str(tmp_path / "work-more")}
     more = [elsewhere.get(a, a) for a in args] + ["--init", str(tmp_path / "head")]
     assert train_main(more + ["--max-steps", "2"]) == 0
@@ -146,9 +146,46 @@ def test_trainer_smoke(tmp_path, tokenizer, capsys):
     assert float(rows[0].split(",")[3]) < first - 0.05
     again = load_head(str(tmp_path / "more"), loaded_target)
     assert torch.equal(again.d2t, head.d2t) and torch.equal(again.t2d, head.t2d)
+    wider = [a if a != "120" else "140" for a in more] + ["--max-steps", "1"]
+    wider[wider.index(str(tmp_path / "more"))] = str(tmp_path / "wider")
+    wider[wider.index(str(tmp_path / "work-more"))] = str(tmp_path / "work-wider")
+    assert train_main(wider) == 0
+    widened = load_head(str(tmp_path / "wider"), loaded_target)
+    assert widened.config.draft_vocab_size == 140 and int(widened.t2d.sum()) == 140
+    assert bool(widened.t2d[head.t2d].all())  # every token the head drafted, it still drafts
     other = [a if a != "120" else "100" for a in more] + ["--max-steps", "1"]
     assert train_main(other) == 2
-    assert "--draft-vocab-size 100 differs from the 120 of the head in --init" in capsys.readouterr().err
+    assert "draft_vocab_size: 100 is not larger than the head's 120" in capsys.readouterr().err
+
+
+def test_widening_the_draft_vocabulary_keeps_the_known_rows_and_maps_the_new():
+    """The head's own rows stay; a new token's row is the target's row carried by the map the
+    known rows follow (here a linear map but for one row, which least squares recovers)."""
+    target = make_target("llama", vocab_size=200)
+    examples = [Example(list(range(200)) + list(range(150)), [1] * 350)]  # tokens < 150 most frequent
+    head = make_head(target, draft_vocab_size=80)
+    d2t, t2d = build_draft_vocab([Example(list(range(100, 180)), [1] * 80)], 200, 80)  # tokens 100..179
+    head.d2t.copy_(d2t)
+    head.t2d.copy_(t2d)
+    carry = torch.randn(target.hidden_size, target.hidden_size)
+    known = torch.arange(80) + d2t
+    with torch.no_grad():
+        head.lm_head.weight.copy_(target.lm_head_rows(known) @ carry)
+        head.lm_head.weight[0] += 0.01  # one row off the map: widening must keep it as it is
+    hidden = torch.randn(5, target.hidden_size)
+    before = head.lm_head(hidden)
+
+    widen_draft_vocab(head, target, examples, 120)
+    tokens = torch.arange(120) + head.d2t
+    assert head.config.draft_vocab_size == 120 and head.lm_head.weight.shape == (120, target.hidden_size)
+    assert bool(head.t2d[known].all()) and int(head.t2d.sum()) == 120
+    assert set(tokens.tolist()) == set(range(100, 180)) | set(range(40))  # then the most frequent, lowest first
+    is_known = torch.isin(tokens, known)
+    torch.testing.assert_close(head.lm_head(hidden)[:, is_known], before)  # the known rows, unchanged
+    torch.testing.assert_close(head.lm_head.weight[~is_known], target.lm_head_rows(tokens[~is_known]) @ carry,
+                               rtol=0.01, atol=0.01)
+    with pytest.raises(ValueError, match="not larger than the head's 120"):
+        widen_draft_vocab(head, target, examples, 100)
 
 
 def test_training_runs_the_target_on_its_own_kernels(tmp_path, tokenizer, monkeypatch):
