@@ -2,8 +2,8 @@
 # Issue 24's heads trained on one GPU, every run at once: each run is bound by kernel launches,
 # not by the GPU's arithmetic, so several share one GPU well.
 #   [RUNS="NAME ..."] [BENCH=1] docs/pipeline/gpu_curve.sh OUT MTBENCH_QUESTIONS [TRAIN_SECONDS] [ALL_SECONDS]
-# A NAME is STAGE or STAGE-RECIPE: STAGE 10k, 20k or 40k trains on the first 11 / 21 / all
-# committed reply parts (docs/pipeline/reply_parts.sh), RECIPE is options of
+# A NAME is STAGE or STAGE-RECIPE: STAGE 10k, 20k, 40k or 50k trains on the first 11 / 21 / 42 /
+# 52 committed reply parts (docs/pipeline/reply_parts.sh, as scaling.sh), RECIPE is options of
 # docs/pipeline/recipes.sh joined by + (none: EAGLE-3's recipe). Default RUNS: the four 10k
 # recipes and the 20k and 40k points of EAGLE-3's, as run on an H200 on 2026-12-04 (there the
 # two larger runs ran out of GPU memory beside the four others: name fewer runs, or smaller ones).
@@ -18,6 +18,11 @@
 # (checkpoints/scaling/NAME, as docs/pipeline/stage.sh trains it: batch 8, lr 8e-4, 2 passes)
 # from its committed head at the step its work/progress.json gives, the optimiser anew, to that
 # stage's end: e.g. CONTINUE=1 RUNS=40k-lk-lambda+eagle31 docs/pipeline/gpu_curve.sh OUT mtbench.
+# With INIT=HEAD each run starts from that head instead of a new one; with the recipe option
+# vocab16k that widens its draft vocabulary (eagle3.train --init), e.g. the 40k head's 6,144
+# tokens to 16,384 over the 50k stage's data, which costs 2.6 times a step on a CPU:
+#   INIT=checkpoints/scaling/40k-lk-lambda+eagle31/head RUNS=50k-lk-lambda+eagle31+vocab16k PASSES=1 \
+#     docs/pipeline/gpu_curve.sh OUT mtbench 420 480
 # PASSES, BATCH, LR, MAX_STEPS, PROMPTS_PER_CATEGORY and BENCH_ARGS (more eagle3.bench
 # arguments) override the defaults; a smoke test on a CPU:
 #   RUNS="10k 10k-eagle31" MAX_STEPS=2 BATCH=2 BENCH=1 PROMPTS_PER_CATEGORY=1 \
@@ -31,7 +36,7 @@ out=$1 mtbench=$2 train_seconds=${3:-400} all_seconds=${4:-540}
 deadline=$(( $(date +%s) + all_seconds ))
 mkdir -p "$out"
 mapfile -t parts < <(docs/pipeline/reply_parts.sh)
-declare -A PARTS=([10k]=11 [20k]=21 [40k]=${#parts[@]})
+declare -A PARTS=([10k]=11 [20k]=21 [40k]=42 [50k]=52)
 # The dequantised target once, before the runs read it.
 python3 -c 'import sys; from eagle3.gguf import dequantized; print(dequantized(sys.argv[1]))' \
   checkpoints/smollm2/SmolLM2-135M-Instruct.Q4_1.gguf || exit 1
@@ -40,8 +45,9 @@ run() {  # NAME: train, then (BENCH=1) measure
   local name=$1 dir=$out/$1 stage=${1%%-*} recipe=""
   [ "$stage" = "$name" ] || recipe=${name#*-}
   local count=${PARTS[$stage]:?unknown stage $stage} extra
+  [ "${#parts[@]}" -ge "$count" ] || { echo "$name: $count reply parts wanted, ${#parts[@]} found" >&2; return; }
   extra=$(recipe_args "$recipe") || return
-  local from=() batch=${BATCH:-32} lr=${LR:-1e-3}
+  local from=(${INIT:+--init "$INIT"}) batch=${BATCH:-32} lr=${LR:-1e-3}
   if [ "${CONTINUE:-0}" = 1 ]; then
     local committed=checkpoints/scaling/$name
     from=(--init "$committed/head" --start-step "$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["step"])' \

@@ -2,7 +2,8 @@
 # The heads docs/pipeline/gpu_curve.sh trained on a lent device, packed to come back: a device
 # call returns at most 8 files of 16 MiB each from its $OUT, and a SmolLM2 head's weights are
 # 16.6 MiB, so each run brings four files, flat in DEST: NAME.config.json, NAME.log.csv and its
-# weights in two pieces, NAME.model.safetensors.part-00 and -01 (two runs a call).
+# weights in two pieces, NAME.model.safetensors.part-00 and -01 (two runs a call); a head of
+# 16,384 draft tokens is 29 MB, four pieces (one run a call).
 #   docs/pipeline/gpu_pack.sh RUNS_DIR DEST            (on the device: DEST is $OUT)
 #   docs/pipeline/gpu_pack.sh --unpack DEST RUNS_DIR   (here: RUNS_DIR/NAME/{head,work/log.csv})
 set -eu
