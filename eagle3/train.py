@@ -65,21 +65,23 @@ def build_draft_vocab(examples: list[Example], vocab_size: int, draft_vocab_size
 def widen_draft_vocab(head: Eagle3Head, target: Target, examples: list[Example], draft_vocab_size: int) -> None:
     """Give the head a larger draft vocabulary, in place: every token it drafts keeps its
     row of lm_head, and the most frequent learned tokens it lacks join it (build_draft_vocab).
-    A new token's row is the target's lm_head row carried by the map [H, H] that best carries
-    (least squares) the target's rows of the head's own tokens onto the head's rows, so the
-    head starts by scoring a new token from its state as it scores the tokens it knows."""
+    A new token's row is the target's lm_head row carried by the map [target H, head H] that
+    best carries (least squares) the target's rows of the head's own tokens onto the head's
+    rows, so the head starts by scoring a new token from its state as it scores the tokens it
+    knows."""
     if draft_vocab_size <= head.config.draft_vocab_size:
         raise ValueError(f"draft_vocab_size: {draft_vocab_size} is not larger than the head's "
                          f"{head.config.draft_vocab_size}")
-    device, rows = head.lm_head.weight.device, head.lm_head.weight.detach().float()
+    device, rows = head.lm_head.weight.device, head.lm_head.weight.detach().float()  # [draft, head H]
     known = torch.arange(head.config.draft_vocab_size, device=device) + head.d2t
     d2t, t2d = build_draft_vocab(examples, target.vocab_size, draft_vocab_size, keep=head.t2d)
     d2t, t2d = d2t.to(device), t2d.to(device)
-    tokens = torch.arange(draft_vocab_size, device=device) + d2t  # sorted, as known is
-    target_rows = target.lm_head_rows(tokens.to(target.device)).float().to(device)
-    carry = torch.linalg.lstsq(target_rows[torch.searchsorted(tokens, known)], rows).solution
+    tokens = torch.arange(draft_vocab_size, device=device) + d2t  # ascending, as known is
+    at = torch.searchsorted(tokens, known)  # each known token's new draft id
+    target_rows = target.lm_head_rows(tokens.to(target.device)).float().to(device)  # [new draft, target H]
+    carry = torch.linalg.lstsq(target_rows[at], rows).solution
     weight = target_rows @ carry
-    weight[torch.searchsorted(tokens, known)] = rows
+    weight[at] = rows
     head.config = replace(head.config, draft_vocab_size=draft_vocab_size)
     head.lm_head = torch.nn.Linear(head.config.hidden_size, draft_vocab_size, bias=False,
                                    device=device, dtype=head.lm_head.weight.dtype)
