@@ -2,8 +2,8 @@
 # Issue 24's heads trained on one GPU, every run at once: each run is bound by kernel launches,
 # not by the GPU's arithmetic, so several share one GPU well.
 #   [RUNS="NAME ..."] [BENCH=1] docs/pipeline/gpu_curve.sh OUT MTBENCH_QUESTIONS [TRAIN_SECONDS] [ALL_SECONDS]
-# A NAME is STAGE or STAGE-RECIPE: STAGE 10k, 20k, 40k or 50k trains on the first 11 / 21 / 42 /
-# 52 committed reply parts (docs/pipeline/reply_parts.sh, as scaling.sh), RECIPE is options of
+# A NAME is STAGE or STAGE-RECIPE: STAGE 10k, 20k, 40k or 50k trains on the stage's committed
+# reply parts (STAGE_PARTS in docs/pipeline/recipes.sh, as scaling.sh), RECIPE is options of
 # docs/pipeline/recipes.sh joined by + (none: EAGLE-3's recipe). Default RUNS: the four 10k
 # recipes and the 20k and 40k points of EAGLE-3's, as run on an H200 on 2026-12-04 (there the
 # two larger runs ran out of GPU memory beside the four others: name fewer runs, or smaller ones).
@@ -36,7 +36,6 @@ out=$1 mtbench=$2 train_seconds=${3:-400} all_seconds=${4:-540}
 deadline=$(( $(date +%s) + all_seconds ))
 mkdir -p "$out"
 mapfile -t parts < <(docs/pipeline/reply_parts.sh)
-declare -A PARTS=([10k]=11 [20k]=21 [40k]=42 [50k]=52)
 # The dequantised target once, before the runs read it.
 python3 -c 'import sys; from eagle3.gguf import dequantized; print(dequantized(sys.argv[1]))' \
   checkpoints/smollm2/SmolLM2-135M-Instruct.Q4_1.gguf || exit 1
@@ -44,7 +43,7 @@ python3 -c 'import sys; from eagle3.gguf import dequantized; print(dequantized(s
 run() {  # NAME: train, then (BENCH=1) measure
   local name=$1 dir=$out/$1 stage=${1%%-*} recipe=""
   [ "$stage" = "$name" ] || recipe=${name#*-}
-  local count=${PARTS[$stage]:?unknown stage $stage} extra
+  local count=${STAGE_PARTS[$stage]:?unknown stage $stage} extra
   [ "${#parts[@]}" -ge "$count" ] || { echo "$name: $count reply parts wanted, ${#parts[@]} found" >&2; return; }
   extra=$(recipe_args "$recipe") || return
   local from=(${INIT:+--init "$INIT"}) batch=${BATCH:-32} lr=${LR:-1e-3}

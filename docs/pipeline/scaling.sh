@@ -10,12 +10,10 @@
 # "--loss lk-lambda" or "--eagle-3.1"): its stages are named 10k-RECIPE and so on, a curve of
 # their own. Resumable (stage.sh). Run it with nothing else on the cores.
 cd "$(dirname "$0")/../.."
+source docs/pipeline/recipes.sh  # STAGE_PARTS: each stage's reply parts
 suffix=${RECIPE:+-$RECIPE}
-# reply parts per stage (10k: the first set and 6 new parts; 20k: 16 new; 40k: all 37 new;
-# 50k: and the WordNet set's 10, the writing, roleplay, STEM and humanities questions where
-# MT-bench lags most), and passes over them: the 50k stage makes one, from the 40k head,
-# which has made two over everything but the WordNet parts.
-declare -A COUNT=([10k]=11 [20k]=21 [40k]=42 [50k]=52)
+# Passes over each stage's parts: the 50k stage makes one, from the 40k head, which has made
+# two over everything but the WordNet parts.
 declare -A PASSES_OVER=([10k]=2 [20k]=2 [40k]=2 [50k]=1)
 declare -A INIT=([10k]=- [20k]=checkpoints/scaling/10k$suffix/head [40k]=checkpoints/scaling/20k$suffix/head
   [50k]=checkpoints/scaling/40k$suffix/head)
@@ -30,7 +28,7 @@ for stage in "${stages[@]}"; do
     init=-
   fi
   # shellcheck disable=SC2086  # TRAIN_ARGS is a list of arguments
-  PASSES=${PASSES_OVER[$stage]} docs/pipeline/stage.sh "$stage$suffix" "${COUNT[$stage]}" "$init" ${TRAIN_ARGS:-} || exit 1
+  PASSES=${PASSES_OVER[$stage]} docs/pipeline/stage.sh "$stage$suffix" "${STAGE_PARTS[$stage]}" "$init" ${TRAIN_ARGS:-} || exit 1
 done
 # The 4k head, measured after a trained one, so that the first hours train.
 docs/pipeline/stage.sh 4k measure checkpoints/scaling/4k/head || exit 1
