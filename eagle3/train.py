@@ -145,6 +145,64 @@ class LKLambda:
 OBJECTIVES = {"kl": ForwardKL, "lk-alpha": LKAlpha, "lk-lambda": LKLambda}
 
 
+class TeacherAgreement(torch.autograd.Function):
+    """How a step's drafts agree with the teacher, summed over its M learned positions: the
+    soft cross-entropy sum -w log q and the acceptance sum min(w * mass, q), q = softmax(logits),
+    w the teacher's draft-vocabulary distribution; and each position's most likely draft token.
+
+    The same sums as log_softmax, exp, minimum and their autograd, taken a block of rows at a
+    time with the gradient written by hand: on a CPU a fresh [M, draft] temporary costs more in
+    page faults than its arithmetic, and autograd would make about ten of them per unrolled
+    step, so the only ones made here are the logits' gradient and blocks small enough for the
+    allocator to reuse.
+    """
+
+    BLOCK_ELEMENTS = 1 << 21  # rows * draft per block: 8 MB of float32
+
+    @staticmethod
+    def blocks(logits: torch.Tensor):
+        rows = max(1, TeacherAgreement.BLOCK_ELEMENTS // logits.shape[1])
+        return [slice(start, start + rows) for start in range(0, logits.shape[0], rows)]
+
+    @staticmethod
+    def forward(ctx, logits, probs, mass, rows, columns):
+        """logits [M, draft] the head's; probs [B, T, draft] the teacher's, read at (rows,
+        columns) [M]; mass [M] the teacher's probability of the draft vocabulary there.
+        -> cross-entropy sum [], acceptance sum [], argmax [M]."""
+        cross_entropy = logits.new_zeros((), dtype=torch.float32)
+        acceptance = cross_entropy.clone()
+        drafted = torch.empty(logits.shape[0], dtype=torch.long, device=logits.device)
+        normalizers = torch.empty(logits.shape[0], dtype=torch.float32, device=logits.device)
+        for block in TeacherAgreement.blocks(logits):
+            z = logits[block].float()  # logits itself where they are float32: not written to
+            normalizers[block] = torch.logsumexp(z, -1)
+            logq = z - normalizers[block, None]
+            wanted = probs[rows[block], columns[block]]
+            cross_entropy -= (wanted * logq).sum()
+            drafted[block] = logq.argmax(-1)
+            acceptance += torch.minimum(wanted.mul_(mass[block, None]), logq.exp_()).sum()
+        ctx.save_for_backward(logits, normalizers, probs, mass, rows, columns)
+        ctx.mark_non_differentiable(drafted)
+        return cross_entropy, acceptance, drafted
+
+    @staticmethod
+    def backward(ctx, grad_cross_entropy, grad_acceptance, _):
+        """d/dz of -sum w log q is q sum(w) - w; of sum min(p, q) it is q (m - sum q m), m = [q < p]
+        (at a tie torch.minimum splits the gradient; a tie here needs q = p = 0, where q's
+        gradient is 0 either way)."""
+        logits, normalizers, probs, mass, rows, columns = ctx.saved_tensors
+        grad = torch.empty_like(logits, dtype=torch.float32)
+        for block in TeacherAgreement.blocks(logits):
+            q = (logits[block].float() - normalizers[block, None]).exp_()
+            wanted = probs[rows[block], columns[block]]
+            q_below = q * (q < wanted * mass[block, None])
+            per_row = (grad_cross_entropy * wanted.sum(-1, keepdim=True)
+                       - grad_acceptance * q_below.sum(-1, keepdim=True))
+            g = torch.mul(q, per_row, out=grad[block])
+            g.addcmul_(q_below, grad_acceptance).addcmul_(wanted, grad_cross_entropy, value=-1)
+        return grad.to(logits.dtype), None, None, None, None
+
+
 class TTTLoss(torch.nn.Module):
     """The head under the training-time test, as one module so that DDP or FSDP can wrap it."""
 
@@ -184,16 +242,15 @@ class TTTLoss(torch.nn.Module):
             rows, anchors = learned[i].nonzero(as_tuple=True)
             count = learned[i].sum().float()
             count = (normalizer(count) if normalizer else count).clamp_min(1)
-            logp = torch.log_softmax(head.logits(hidden[learned[i][ran]]).float(), dim=-1)  # [M, draft]
-            wanted = teacher.probs[rows, anchors + 1 + i]  # [M, draft]
-            p = wanted * teacher.mass[rows, anchors + 1 + i, None]
-            acceptance = torch.minimum(p, logp.exp()).sum() / count
-            loss = self.objective(-(wanted * logp).sum() / count, acceptance)
+            logits = head.logits(hidden[learned[i][ran]])  # [M, draft]
+            cross_entropy, acceptance, drafted = TeacherAgreement.apply(
+                logits, teacher.probs, teacher.mass[rows, anchors + 1 + i], rows, anchors + 1 + i)
+            acceptance = acceptance / count
+            loss = self.objective(cross_entropy / count, acceptance)
             total = total + self.decay**i * loss
             losses.append(loss.detach())
             acceptances.append(acceptance.detach())
-            with torch.no_grad():
-                accuracies.append((logp.argmax(-1) == teacher.greedy[rows, anchors + 1 + i]).sum() / count)
+            accuracies.append((drafted == teacher.greedy[rows, anchors + 1 + i]).sum() / count)
         return total, torch.stack(losses), torch.stack(accuracies), torch.stack(acceptances)
 
 

@@ -233,6 +233,34 @@ def test_lk_losses_raise_the_acceptance_they_optimise():
     assert abs(float(LKLambda(1.0, 3.0)(torch.tensor(2.0), accept)) - (weight * 2.0 + (1 - weight) * 0.75)) < 1e-6
 
 
+def test_teacher_agreement_equals_its_autograd_composition(monkeypatch):
+    """The blocked cross-entropy, acceptance and argmax, and their hand-written gradient, are
+    those of log_softmax, exp and minimum under autograd, for float32 and bfloat16 logits."""
+    from eagle3.train import TeacherAgreement
+
+    monkeypatch.setattr(TeacherAgreement, "BLOCK_ELEMENTS", 3 * 40)  # blocks of 3 rows
+    generator = torch.Generator().manual_seed(0)
+    probs = torch.softmax(torch.randn(2, 9, 40, generator=generator) * 3, -1)  # the teacher, [B, T, draft]
+    rows, columns = torch.tensor([0, 0, 1, 1, 1, 0, 1, 0]), torch.tensor([1, 2, 0, 4, 8, 7, 3, 5])
+    mass = torch.rand(8, generator=generator) * 0.5 + 0.5
+    for dtype in (torch.float32, torch.bfloat16):
+        logits = (torch.randn(8, 40, generator=generator) * 4).to(dtype).requires_grad_()
+        before = logits.detach().clone()
+        cross_entropy, acceptance, drafted = TeacherAgreement.apply(logits, probs, mass, rows, columns)
+        (0.7 * cross_entropy - 1.3 * acceptance).backward()
+        assert torch.equal(logits.detach(), before)  # read, never written
+
+        reference = logits.detach().clone().requires_grad_()
+        logp = torch.log_softmax(reference.float(), -1)
+        wanted = probs[rows, columns]
+        expected = (-(wanted * logp).sum(), torch.minimum(wanted * mass[:, None], logp.exp()).sum())
+        (0.7 * expected[0] - 1.3 * expected[1]).backward()
+        torch.testing.assert_close(cross_entropy, expected[0])
+        torch.testing.assert_close(acceptance, expected[1])
+        assert torch.equal(drafted, logp.argmax(-1))
+        torch.testing.assert_close(logits.grad, reference.grad)
+
+
 def test_length_bucketed_batches_cover_each_example_once():
     from eagle3.train import length_bucketed_batches
 
