@@ -240,17 +240,18 @@ class TTTLoss(torch.nn.Module):
             ran = kv.anchors = runs[i]
             hidden = head(hidden[None], shift(input_ids, 1 + i)[ran][None], (positions + i)[ran][None], None, kv)[0]
             rows, anchors = learned[i].nonzero(as_tuple=True)
+            taught = anchors + 1 + i  # the position of the teacher's distribution for each anchor's token
             count = learned[i].sum().float()
             count = (normalizer(count) if normalizer else count).clamp_min(1)
             logits = head.logits(hidden[learned[i][ran]])  # [M, draft]
             cross_entropy, acceptance, drafted = TeacherAgreement.apply(
-                logits, teacher.probs, teacher.mass[rows, anchors + 1 + i], rows, anchors + 1 + i)
+                logits, teacher.probs, teacher.mass[rows, taught], rows, taught)
             acceptance = acceptance / count
             loss = self.objective(cross_entropy / count, acceptance)
             total = total + self.decay**i * loss
             losses.append(loss.detach())
             acceptances.append(acceptance.detach())
-            accuracies.append((drafted == teacher.greedy[rows, anchors + 1 + i]).sum() / count)
+            accuracies.append((drafted == teacher.greedy[rows, taught]).sum() / count)
         return total, torch.stack(losses), torch.stack(accuracies), torch.stack(acceptances)
 
 
